@@ -1,0 +1,50 @@
+# Two entry points, both self-installing and idempotent on a fresh Debian 12 machine (as root):
+#   make demo   run sample programs (correct, failing, hostile) in the sandbox and print a table
+#   make test   install everything, then run lint, type checks and the test suite
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+APT_STAMP := .venv-apt-stamp
+APT_PACKAGES := python3 python3-venv gcc g++ libseccomp2 procps
+
+.PHONY: demo test lint typecheck unit install apt clean bench
+
+$(APT_STAMP):
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+apt: $(APT_STAMP)
+
+$(STAMP): pyproject.toml $(APT_STAMP)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(VENV)/bin/assay demo
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(PY) -m pytest -q -n 2
+
+test: lint typecheck unit
+
+bench: install
+	$(PY) benchmarks/sandbox_overhead.py
+
+clean:
+	rm -rf $(VENV) $(APT_STAMP) .pytest_cache .mypy_cache .ruff_cache

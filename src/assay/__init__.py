@@ -1,0 +1,39 @@
+"""Assay: execution feedback for reinforcement learning of code models.
+
+The public API lives here; everything else is private to the package.
+"""
+
+from .errors import (
+    AssayError,
+    ConfigError,
+    InsecureHostError,
+    SandboxError,
+    UnsupportedLanguageError,
+    ValidationError,
+)
+from .runner import Runner, run, run_async
+from .sandbox import HostReport, RunRequest, Sandbox, SandboxConfig, probe_host
+from .types import ExecResult, Limits, Status
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssayError",
+    "ConfigError",
+    "ExecResult",
+    "HostReport",
+    "InsecureHostError",
+    "Limits",
+    "RunRequest",
+    "Runner",
+    "Sandbox",
+    "SandboxConfig",
+    "SandboxError",
+    "Status",
+    "UnsupportedLanguageError",
+    "ValidationError",
+    "__version__",
+    "probe_host",
+    "run",
+    "run_async",
+]

@@ -1,0 +1,223 @@
+"""The ``assay`` command line.
+
+Exit status: 0 when the sandbox did its job (whatever the program did), 2 for usage errors,
+3 when the sandbox itself failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import defaults, languages
+from .errors import AssayError, InsecureHostError, ValidationError
+from .sandbox import SandboxConfig, probe_host
+from .types import ExecResult, Limits
+
+EXIT_OK, EXIT_USAGE, EXIT_SANDBOX = 0, 2, 3
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Assay: run untrusted code in secure, fast sandboxes and judge it.",
+    rich_markup_mode="rich",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _insecure_banner() -> None:
+    err_console.print(
+        "[bold white on red] INSECURE [/] mandatory isolation controls are missing on this host; "
+        "programs run WITHOUT full isolation. Results are not safe to trust."
+    )
+
+
+def _runner(insecure: bool) -> Any:
+    from .runner import Runner
+
+    try:
+        runner = Runner(config=SandboxConfig(insecure=insecure))
+    except InsecureHostError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_SANDBOX) from exc
+    if runner.sandbox.insecure:
+        _insecure_banner()
+    return runner
+
+
+@app.command()
+def run(
+    file: Annotated[
+        Path, typer.Argument(help="Source file (or a binary with --language executable).")
+    ],
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language", "-l", help="python, c, cpp, executable (default: from extension)."
+        ),
+    ] = None,
+    stdin: Annotated[
+        Path | None, typer.Option("--stdin", help="File fed to the program's standard input.")
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="CPU seconds.")
+    ] = defaults.TIME_S,
+    memory_limit: Annotated[
+        int, typer.Option("--memory-limit", help="MiB, swap included.")
+    ] = defaults.MEMORY_MB,
+    output_limit: Annotated[
+        int, typer.Option("--output-limit", help="Bytes of stdout (and of stderr).")
+    ] = defaults.OUTPUT_BYTES,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object with the ExecResult fields.")
+    ] = False,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
+    ] = False,
+) -> None:
+    """Run one program in the sandbox and print what it did.
+
+    Example: [bold]assay run solution.py --stdin input.txt --time-limit 1 --json[/]
+    """
+    try:
+        code = file.read_bytes()
+        data = stdin.read_bytes() if stdin is not None else b""
+    except OSError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    lang_name = language
+    if lang_name is None:
+        guessed = languages.for_path(str(file))
+        if guessed is None:
+            err_console.print(f"[red]error:[/] cannot tell the language of {file}; pass --language")
+            raise typer.Exit(EXIT_USAGE)
+        lang_name = guessed.name
+    try:
+        languages.get(lang_name)
+        limits = Limits(time_s=time_limit, memory_mb=memory_limit, output_bytes=output_limit)
+    except ValidationError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    runner = _runner(insecure)
+    try:
+        result = runner.run(code, lang_name, data, limits)
+    except AssayError as exc:
+        err_console.print(f"[red]sandbox error:[/] {exc}")
+        raise typer.Exit(EXIT_SANDBOX) from exc
+    finally:
+        runner.close()
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json_dict()) + "\n")
+    else:
+        _print_result(result)
+    raise typer.Exit(EXIT_SANDBOX if result.status == "sandbox_error" else EXIT_OK)
+
+
+def _print_result(result: ExecResult) -> None:
+    table = Table(show_header=False, box=None)
+    colour = (
+        "green"
+        if result.status == "ok"
+        else "yellow"
+        if result.status != "sandbox_error"
+        else "red"
+    )
+    table.add_row("status", f"[{colour}]{result.status}[/]")
+    table.add_row(
+        "exit code", str(result.exit_code) if result.signal is None else f"signal {result.signal}"
+    )
+    table.add_row("cpu", f"{result.cpu_s:.3f} s")
+    table.add_row("wall", f"{result.wall_s:.3f} s")
+    table.add_row("peak memory", f"{result.peak_memory_bytes / 2**20:.1f} MiB")
+    console.print(table)
+    for name, data, truncated in (
+        ("stdout", result.stdout, result.stdout_truncated),
+        ("stderr", result.stderr, result.stderr_truncated),
+    ):
+        if data:
+            note = " (truncated)" if truncated else ""
+            console.rule(f"{name}{note}")
+            console.print(data.decode(errors="replace")[:4000], markup=False, highlight=False)
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable report.")] = False,
+) -> None:
+    """Report which isolation controls this host offers and which Assay will use.
+
+    Example: [bold]assay doctor[/]
+    """
+    cfg = SandboxConfig()
+    report = probe_host(cfg)
+    missing = report.missing_mandatory()
+    if as_json:
+        sys.stdout.write(json.dumps({**report.to_dict(), "missing_mandatory": missing}) + "\n")
+        raise typer.Exit(EXIT_OK if not missing else EXIT_SANDBOX)
+    table = Table(title="Assay sandbox controls on this host")
+    table.add_column("control")
+    table.add_column("available")
+    table.add_column("mandatory")
+
+    def row(name: str, ok: bool, mandatory: bool, detail: str = "") -> None:
+        mark = "[green]yes[/]" if ok else ("[red]NO[/]" if mandatory else "[yellow]no[/]")
+        table.add_row(name + (f" ({detail})" if detail else ""), mark, "yes" if mandatory else "")
+
+    row("running as root", report.root, False)
+    row("user namespaces", report.userns, not report.root)
+    for name, ok in report.namespaces.items():
+        row(f"{name} namespace", ok, True)
+    for name, ok in report.cgroup_controllers.items():
+        row(f"cgroup {report.cgroup_version} {name}", ok, name in ("memory", "pids"))
+    row("seccomp", report.seccomp, True, report.seccomp_detail)
+    row("Landlock", report.landlock_abi > 0, False, f"ABI {report.landlock_abi}")
+    row("sandbox interpreter", report.python_ok, True, report.python)
+    console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}")
+    if missing:
+        console.print(
+            f"[red]Missing mandatory controls:[/] {', '.join(missing)}. Running code is refused unless --insecure."
+        )
+        raise typer.Exit(EXIT_SANDBOX)
+    console.print(
+        "[green]All mandatory controls are available; every sandbox uses all of the above.[/]"
+    )
+
+
+@app.command()
+def demo(
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
+    ] = False,
+) -> None:
+    """Run bundled sample programs (correct, failing and hostile) and print a table.
+
+    Example: [bold]assay demo[/]
+    """
+    from .demo import run_demo
+
+    runner = _runner(insecure)
+    try:
+        run_demo(runner, console)
+    finally:
+        runner.close()
+
+
+def main() -> None:
+    try:
+        app()
+    except ValidationError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        sys.exit(EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    main()

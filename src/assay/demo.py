@@ -1,0 +1,134 @@
+"""``make demo``: sample programs, from well-behaved to hostile, and what the sandbox made of them."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from .runner import Runner
+from .types import Limits
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    language: str
+    code: str
+    expect: str
+    stdin: str = ""
+    limits: Limits = field(
+        default_factory=lambda: Limits(time_s=1.0, memory_mb=128, output_bytes=1 << 20)
+    )
+
+
+SAMPLES: tuple[Sample, ...] = (
+    Sample(
+        "sum of two numbers",
+        "python",
+        "a, b = map(int, input().split())\nprint(a + b)",
+        "ok",
+        "2 40\n",
+    ),
+    Sample("uncaught exception", "python", "print(1 / 0)", "runtime_error"),
+    Sample(
+        "C: sum of two numbers",
+        "c",
+        '#include <stdio.h>\nint main(){int a,b;scanf("%d %d",&a,&b);printf("%d\\n",a+b);return 0;}',
+        "ok",
+        "20 22\n",
+    ),
+    Sample("C++: compile error", "cpp", "int main() { return undefined_name; }", "compile_error"),
+    Sample("infinite loop", "python", "while True:\n    pass", "time_limit"),
+    Sample("sleep forever", "python", "import time\ntime.sleep(10**6)", "time_limit"),
+    Sample(
+        "memory bomb",
+        "python",
+        "x = []\nwhile True:\n    x.append(bytearray(1 << 20))",
+        "memory_limit",
+    ),
+    Sample(
+        "fork bomb",
+        "python",
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        "time_limit",
+    ),
+    Sample(
+        "output flood",
+        "python",
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
+        "output_limit",
+    ),
+    Sample(
+        "network egress",
+        "python",
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=1)\n    print('CONNECTED')\n"
+        "except OSError as e:\n    print('blocked:', e.strerror)",
+        "ok",
+    ),
+    Sample(
+        "read host secrets",
+        "python",
+        "import os\nfor p in ('/etc/shadow', '/root', '/home', '/proc/1/environ'):\n"
+        "    try:\n        print(p, 'LEAKED', os.listdir(p) if os.path.isdir(p) else open(p).read()[:20])\n"
+        "    except OSError as e:\n        print(p, 'blocked:', e.strerror)",
+        "ok",
+    ),
+    Sample(
+        "escape attempts",
+        "python",
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('unshare', libc.unshare(0x10000000), os.strerror(ctypes.get_errno()))\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), os.strerror(ctypes.get_errno()))\n"
+        "print('uid', os.getuid())",
+        "ok",
+    ),
+)
+
+
+def run_demo(runner: Runner, console: Console) -> int:
+    """Run every sample; returns how many ended with an unexpected status."""
+    table = Table(title="Assay sandbox demo")
+    for col in (
+        "program",
+        "language",
+        "expected",
+        "status",
+        "cpu s",
+        "wall s",
+        "peak MiB",
+        "stdout (first line)",
+    ):
+        table.add_column(col)
+    surprises = 0
+    start = time.monotonic()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("running samples", total=len(SAMPLES))
+        for sample in SAMPLES:
+            result = runner.run(sample.code, sample.language, sample.stdin, sample.limits)
+            ok = result.status == sample.expect
+            surprises += not ok
+            first = result.stdout.decode(errors="replace").strip().splitlines()
+            line = first[0][:60] if first else ""
+            if len(first) > 1:
+                line += f" (+{len(first) - 1} lines)"
+            colour = "green" if ok else "red"
+            table.add_row(
+                sample.name,
+                sample.language,
+                sample.expect,
+                f"[{colour}]{result.status}[/]",
+                f"{result.cpu_s:.3f}",
+                f"{result.wall_s:.3f}",
+                f"{result.peak_memory_bytes / 2**20:.1f}",
+                line,
+            )
+            progress.advance(task)
+    console.print(table)
+    console.print(
+        f"{len(SAMPLES)} programs in {time.monotonic() - start:.1f} s; {surprises} unexpected."
+    )
+    return surprises

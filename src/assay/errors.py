@@ -1,0 +1,58 @@
+"""The one exception hierarchy of Assay.
+
+Every error Assay raises on purpose derives from :class:`AssayError`, so callers can catch
+Assay's failures without catching their own bugs.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AssayError",
+    "ConfigError",
+    "InsecureHostError",
+    "SandboxError",
+    "UnsupportedLanguageError",
+    "ValidationError",
+]
+
+
+class AssayError(Exception):
+    """Base class of every error Assay raises deliberately."""
+
+
+class ValidationError(AssayError, ValueError):
+    """Bad input from the caller; the message names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class ConfigError(AssayError):
+    """Assay is configured in a way that cannot work on this host."""
+
+
+class InsecureHostError(ConfigError):
+    """A mandatory isolation control is missing and the caller did not opt out."""
+
+    def __init__(self, missing: list[str]) -> None:
+        joined = ", ".join(missing)
+        super().__init__(
+            f"refusing to run untrusted code: mandatory isolation controls are missing ({joined}). "
+            "Run `assay doctor` for details, fix the host, or pass --insecure / "
+            "SandboxConfig(insecure=True) to run WITHOUT these protections."
+        )
+        self.missing = missing
+
+
+class SandboxError(AssayError):
+    """Our infrastructure failed (never the program's fault)."""
+
+
+class UnsupportedLanguageError(ValidationError):
+    """The requested language is not known to the registry."""
+
+    def __init__(self, language: str, known: list[str]) -> None:
+        super().__init__("language", f"unknown language {language!r}; known: {', '.join(known)}")
+        self.language = language

@@ -1,0 +1,133 @@
+"""Landlock (defence in depth beneath the mount namespace): file, TCP and scope rules.
+
+The mount namespace already hides the host; Landlock additionally pins what the program can
+do on the paths it does see, refuses TCP bind/connect (ABI 4+), and scopes abstract unix
+sockets and signals to the sandbox (ABI 6+).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from . import linux
+
+SYS_CREATE = 444
+SYS_ADD_RULE = 445
+SYS_RESTRICT = 446
+CREATE_RULESET_VERSION = 1
+RULE_PATH_BENEATH = 1
+
+EXECUTE = 1 << 0
+WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
+REMOVE_DIR = 1 << 4
+REMOVE_FILE = 1 << 5
+MAKE_CHAR = 1 << 6
+MAKE_DIR = 1 << 7
+MAKE_REG = 1 << 8
+MAKE_SOCK = 1 << 9
+MAKE_FIFO = 1 << 10
+MAKE_BLOCK = 1 << 11
+MAKE_SYM = 1 << 12
+REFER = 1 << 13
+TRUNCATE = 1 << 14
+IOCTL_DEV = 1 << 15
+
+NET_BIND_TCP = 1
+NET_CONNECT_TCP = 2
+SCOPE_ABSTRACT_UNIX_SOCKET = 1
+SCOPE_SIGNAL = 2
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def abi_version() -> int:
+    """Landlock ABI of this kernel, 0 when Landlock is absent or disabled."""
+    res = linux.libc.syscall(
+        ctypes.c_long(SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)
+    )
+    return int(res) if res > 0 else 0
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= REFER
+    if abi >= 3:
+        rights |= TRUNCATE
+    if abi >= 5:
+        rights |= IOCTL_DEV
+    return rights
+
+
+def restrict(
+    abi: int, read_paths: list[str], write_paths: list[str], device_paths: list[str]
+) -> None:
+    """Confine the calling process (and its future children) to the given paths."""
+    if abi <= 0:
+        return
+    handled = _fs_rights(abi)
+    attr = _RulesetAttr(handled, 0, 0)
+    size = 8
+    if abi >= 4:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        size = 16
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = 24
+    fd = linux.libc.syscall(
+        ctypes.c_long(SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
+    try:
+        read = EXECUTE | READ_FILE | READ_DIR
+        file_only = EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+        for paths, access in (
+            (read_paths, read),
+            (write_paths, handled),
+            (device_paths, file_only),
+        ):
+            for path in paths:
+                try:
+                    pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue
+                try:
+                    allowed = access & handled
+                    if not os.path.isdir(path):
+                        allowed &= file_only
+                    rule = _PathBeneath(allowed, pfd)
+                    res = linux.libc.syscall(
+                        ctypes.c_long(SYS_ADD_RULE),
+                        ctypes.c_int(fd),
+                        ctypes.c_int(RULE_PATH_BENEATH),
+                        ctypes.byref(rule),
+                        ctypes.c_uint32(0),
+                    )
+                    if res < 0:
+                        err = ctypes.get_errno()
+                        raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
+                finally:
+                    os.close(pfd)
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        res = linux.libc.syscall(ctypes.c_long(SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0))
+        if res < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
+    finally:
+        os.close(fd)

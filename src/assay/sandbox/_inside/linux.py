@@ -1,0 +1,153 @@
+"""Thin ctypes wrappers for the Linux calls Python 3.11's os module lacks."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWTIME = 0x00000080
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+_MACHINE = platform.machine()
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(_MACHINE)
+SYS_OPENAT2 = 437
+SYS_MOUNT_SETATTR = 442
+
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+
+
+class OSCallError(OSError):
+    pass
+
+
+def _check(res: int, what: str) -> int:
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSCallError(err, f"{what}: {os.strerror(err)}")
+    return res
+
+
+def unshare(flags: int) -> None:
+    _check(libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(
+    src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    res = libc.mount(
+        src.encode() if src else None,
+        target.encode(),
+        fstype.encode() if fstype else None,
+        ctypes.c_ulong(flags),
+        data.encode() if data else None,
+    )
+    _check(res, f"mount {src} -> {target}")
+
+
+def umount2(target: str, flags: int) -> None:
+    _check(libc.umount2(target.encode(), ctypes.c_int(flags)), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    if _PIVOT_ROOT is None:
+        raise OSCallError(0, f"pivot_root: unsupported machine {_MACHINE}")
+    res = libc.syscall(ctypes.c_long(_PIVOT_ROOT), new_root.encode(), put_old.encode())
+    _check(res, "pivot_root")
+
+
+def sethostname(name: str) -> None:
+    raw = name.encode()
+    _check(libc.sethostname(raw, ctypes.c_size_t(len(raw))), "sethostname")
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
+    return _check(
+        libc.prctl(
+            ctypes.c_int(option),
+            ctypes.c_ulong(arg2),
+            ctypes.c_ulong(arg3),
+            ctypes.c_ulong(arg4),
+            ctypes.c_ulong(arg5),
+        ),
+        f"prctl({option})",
+    )
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def open_beneath(dirfd: int, path: str, flags: int) -> int:
+    """openat2 confined beneath ``dirfd`` with no symlinks at all: safe on hostile trees."""
+    how = _OpenHow(
+        flags | os.O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+    )
+    res = libc.syscall(
+        ctypes.c_long(SYS_OPENAT2),
+        ctypes.c_int(dirfd),
+        path.encode(),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
+    return _check(res, f"openat2 {path}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_NOSUID = 0x2
+MOUNT_ATTR_NODEV = 0x4
+AT_RECURSIVE = 0x8000
+AT_FDCWD = -100
+
+
+def make_readonly(path: str) -> None:
+    """Make a bind mount and everything beneath it read-only, nosuid and nodev."""
+    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0, 0, 0)
+    res = libc.syscall(
+        ctypes.c_long(SYS_MOUNT_SETATTR),
+        ctypes.c_int(AT_FDCWD),
+        path.encode(),
+        ctypes.c_uint(AT_RECURSIVE),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
+    if res < 0:
+        # Older kernels: non-recursive remount (submounts below are rare in /usr).
+        mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)

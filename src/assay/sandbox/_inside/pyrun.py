@@ -1,0 +1,110 @@
+"""Run a Python program in an already-initialised interpreter, as ``python3 main.py`` would.
+
+This is what makes the fork server fast: the child has a ready interpreter, so a run costs a
+fork instead of an interpreter start. The emulation covers what programs observe: ``__main__``,
+``sys.argv``, ``sys.path[0]``, fresh standard streams, exit codes, atexit, non-daemon threads,
+and tracebacks that start at the program's own frame.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import types
+
+
+def _streams() -> None:
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", write_through=False
+    )
+    stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    sys.stdin = sys.__stdin__ = stdin  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = stdout  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = stderr  # type: ignore[misc]
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _flush() -> int:
+    status = 0
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:
+            status = 120
+        except Exception:
+            status = 120
+    return status
+
+
+def run(path: str, argv: list[str], base_path: list[str]) -> None:
+    """Execute ``path`` as ``__main__`` and terminate the process with its exit status."""
+    _streams()
+    sys.argv = list(argv)
+    sys.path[:] = [os.path.dirname(path), *base_path]
+    if "random" in sys.modules:  # imported in the fork server: reseed like a fresh process
+        sys.modules["random"].seed()
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    main.__cached__ = None  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    status = 0
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+        code = compile(source, path, "exec", dont_inherit=True)
+        del source
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except BaseException as exc:  # the interpreter prints it and exits 1
+        tb = exc.__traceback__
+        if tb is not None and tb.tb_frame.f_code is run.__code__:
+            tb = tb.tb_next  # the traceback starts at the program, as in `python3 main.py`
+            exc.__traceback__ = tb
+        try:
+            sys.excepthook(type(exc), exc, tb)
+        except BaseException:
+            pass
+        status = 1
+    status = _shutdown(status)
+    os._exit(status)
+
+
+def _shutdown(status: int) -> int:
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:
+            pass
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except BaseException:
+        pass
+    flushed = _flush()
+    return status or flushed

@@ -1,0 +1,228 @@
+"""The sandbox's seccomp filter, compiled once by libseccomp and loaded raw per run.
+
+libseccomp (present on every Debian system: apt itself depends on it) resolves syscall
+numbers per architecture and emits the architecture check, so syscalls made through a
+foreign ABI (32-bit ``int 0x80``, x32) kill the process instead of slipping past the list.
+The filter is exported as BPF once in the fork server; each run loads those bytes with a
+single prctl, which costs microseconds instead of a libseccomp compile.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import socket
+
+from . import linux
+
+SCMP_ACT_KILL_PROCESS = 0x80000000
+SCMP_ACT_ALLOW = 0x7FFF0000
+SCMP_FLTATR_ACT_BADARCH = 2
+SCMP_FLTATR_CTL_NNP = 3
+SCMP_CMP_NE = 1
+SCMP_CMP_EQ = 4
+SCMP_CMP_MASKED_EQ = 7
+
+
+def act_errno(code: int) -> int:
+    return 0x00050000 | (code & 0xFFFF)
+
+
+#: Denied outright with EPERM: kernel attack surface no judged program needs.
+DENIED = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "pidfd_getfd",
+    "kcmp",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "unshare",
+    "setns",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "query_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "userfaultfd",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "syslog",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "fanotify_init",
+    "lookup_dcookie",
+    "nfsservctl",
+    "vhangup",
+    "iopl",
+    "ioperm",
+    "uselib",
+    "sethostname",
+    "setdomainname",
+    "landlock_create_ruleset",
+    "landlock_add_rule",
+    "landlock_restrict_self",
+    "seccomp",
+)
+
+#: Namespace-creating flags refused on clone (clone3 gets ENOSYS so libc falls back to clone).
+NS_FLAGS = (
+    linux.CLONE_NEWNS,
+    linux.CLONE_NEWCGROUP,
+    linux.CLONE_NEWUTS,
+    linux.CLONE_NEWIPC,
+    linux.CLONE_NEWUSER,
+    linux.CLONE_NEWPID,
+    linux.CLONE_NEWNET,
+    linux.CLONE_NEWTIME,
+)
+TIOCSTI = 0x5412
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+class SeccompUnavailable(RuntimeError):
+    pass
+
+
+class Filter:
+    """A compiled filter, ready to be loaded into the calling thread with :meth:`load`."""
+
+    def __init__(self, bpf: bytes) -> None:
+        n = len(bpf) // ctypes.sizeof(_SockFilter)
+        self._array = (_SockFilter * n).from_buffer_copy(bpf)
+        self._prog = _SockFprog(n, ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
+        self.instructions = n
+
+    def load(self) -> None:
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        res = linux.libc.prctl(
+            ctypes.c_int(linux.PR_SET_SECCOMP),
+            ctypes.c_ulong(linux.SECCOMP_MODE_FILTER),
+            ctypes.byref(self._prog),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        )
+        if res != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"seccomp load: {os.strerror(err)}")
+
+
+def build() -> Filter:
+    """Compile the sandbox filter with libseccomp; raises SeccompUnavailable without it."""
+    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+    try:
+        lib = ctypes.CDLL(name, use_errno=True)
+    except OSError as exc:
+        raise SeccompUnavailable(f"libseccomp not found ({exc})") from exc
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    ]
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+
+    ctx = lib.seccomp_init(SCMP_ACT_ALLOW)
+    if not ctx:
+        raise SeccompUnavailable("seccomp_init failed")
+    try:
+        _rc(lib.seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch")
+        _rc(lib.seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1), "nnp")
+
+        def rule(action: int, name: str, *cmps: tuple[int, int, int, int]) -> None:
+            nr = lib.seccomp_syscall_resolve_name(name.encode())
+            if nr < 0:  # not on this architecture (e.g. create_module on new kernels)
+                return
+            arr = (_ArgCmp * max(1, len(cmps)))(*[_ArgCmp(*c) for c in cmps])
+            _rc(lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr), f"rule {name}")
+
+        for name in DENIED:
+            rule(act_errno(errno.EPERM), name)
+        for flag in NS_FLAGS:
+            rule(act_errno(errno.EPERM), "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
+        rule(act_errno(errno.ENOSYS), "clone3")
+        rule(act_errno(errno.EAFNOSUPPORT), "socket", (0, SCMP_CMP_NE, socket.AF_UNIX, 0))
+        rule(act_errno(errno.EPERM), "ioctl", (1, SCMP_CMP_EQ, TIOCSTI, 0))
+        # personality() may only be queried: flags like ADDR_NO_RANDOMIZE weaken exploits' odds.
+        rule(act_errno(errno.EPERM), "personality", (0, SCMP_CMP_NE, 0xFFFFFFFF, 0))
+
+        rfd, wfd = os.pipe()
+        try:
+            _rc(lib.seccomp_export_bpf(ctx, wfd), "export")
+            os.close(wfd)
+            wfd = -1
+            chunks = []
+            while True:
+                chunk = os.read(rfd, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(rfd)
+            if wfd >= 0:
+                os.close(wfd)
+        return Filter(b"".join(chunks))
+    finally:
+        lib.seccomp_release(ctx)
+
+
+def _rc(res: int, what: str) -> None:
+    if res < 0:
+        raise SeccompUnavailable(f"libseccomp {what} failed: {os.strerror(-res)}")

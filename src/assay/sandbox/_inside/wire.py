@@ -1,0 +1,79 @@
+"""Messages between the supervisor, the fork server and sandboxed children.
+
+Control messages are JSON over SOCK_SEQPACKET (one message = one record, so a record can
+never be split or merged) with file descriptors attached as SCM_RIGHTS. Bulk data (files,
+stdin) travels in memfds so that the fork server never holds a run's data in its memory:
+every forked child would otherwise inherit every earlier run's inputs.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import socket
+from typing import Any
+
+MAX_MSG = 1 << 16
+MAX_FDS = 32
+
+
+def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    if fds:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        sock.sendmsg([data], anc)
+    else:
+        sock.sendmsg([data])
+
+
+def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """Receive one message; ``(None, [])`` on EOF. Received fds are close-on-exec."""
+    fds = array.array("i")
+    data, anc, flags, _ = sock.recvmsg(
+        MAX_MSG, socket.CMSG_SPACE(MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC
+    )
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - (len(payload) % fds.itemsize)
+            fds.frombytes(payload[:usable])
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("truncated control message")
+    return json.loads(data), list(fds)
+
+
+def pack_files(files: list[tuple[str, bytes, int]]) -> bytes:
+    """Archive ``(relative path, content, mode)`` entries: a JSON index line, then contents."""
+    index = [{"path": p, "size": len(c), "mode": m} for p, c, m in files]
+    head = json.dumps(index, separators=(",", ":")).encode()
+    return b"".join([str(len(head)).encode(), b"\n", head, *(c for _, c, _ in files)])
+
+
+def unpack_files(fd: int) -> list[tuple[str, bytes, int]]:
+    os.lseek(fd, 0, os.SEEK_SET)
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        line = fh.readline()
+        if not line:
+            return []
+        head = json.loads(fh.read(int(line)))
+        out = []
+        for entry in head:
+            out.append((entry["path"], fh.read(entry["size"]), entry["mode"]))
+        return out
+
+
+def memfd_with(data: bytes, name: str = "assay") -> int:
+    """A sealed-by-convention memfd holding ``data``, positioned at 0."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd

@@ -1,0 +1,123 @@
+"""Starting, talking to and replacing the fork server process."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+from typing import Any
+
+from .. import defaults
+from ..errors import SandboxError
+from ._inside import wire
+from .config import SandboxConfig
+
+_INSIDE_PARENT = os.path.dirname(os.path.abspath(__file__))
+_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from _inside import zygote; zygote.main()"
+
+
+class ZygoteProcess:
+    """One fork server. Thread-safe: any thread may send run requests."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cfg = {
+            "root": config.mountpoint,
+            "ro_binds": list(config.ro_binds) + list(config.extra_ro_binds),
+            "etc_binds": list(config.etc_binds),
+            "preimport": list(config.preimport),
+            "userns": config.use_userns(),
+            "uid": config.uid,
+            "gid": config.gid,
+            "seccomp": config.seccomp,
+            "landlock": config.landlock,
+            "workdir": defaults.WORK_DIR,
+            "inside_dir": _INSIDE_PARENT,
+        }
+        env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    config.python,
+                    "-I",
+                    "-c",
+                    _BOOT,
+                    _INSIDE_PARENT,
+                    json.dumps(cfg),
+                    str(child.fileno()),
+                ],
+                env=env,
+                pass_fds=[child.fileno()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                cwd="/",
+                start_new_session=True,
+            )
+        except OSError as exc:
+            parent.close()
+            child.close()
+            raise SandboxError(
+                f"cannot start the sandbox interpreter {config.python!r}: {exc}"
+            ) from exc
+        child.close()
+        self.sock = parent
+        threading.Thread(target=self._drain_stderr, daemon=True, name="assay-zygote-stderr").start()
+        self.info = self._handshake()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._stderr_tail.append(line.decode(errors="replace").rstrip())
+
+    def _handshake(self) -> dict[str, Any]:
+        ready, _, _ = select.select([self.sock], [], [], defaults.ZYGOTE_START_TIMEOUT_S)
+        msg = None
+        if ready:
+            try:
+                msg, _fds = wire.recv(self.sock)
+            except OSError:
+                msg = None
+        if msg is None or msg.get("kind") != "ready":
+            detail = (msg or {}).get("message") or "no answer"
+            self.close()
+            time.sleep(0.05)
+            tail = "\n".join(self._stderr_tail)
+            raise SandboxError(f"fork server failed to start: {detail}\n{tail}".rstrip())
+        return msg
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, msg: dict[str, Any], fds: list[int]) -> None:
+        with self._lock:
+            try:
+                wire.send(self.sock, msg, fds)
+            except OSError as exc:
+                raise SandboxError(f"fork server unreachable: {exc}") from exc
+
+    def kill_run(self, run_id: str) -> None:
+        try:
+            self.send({"op": "kill", "id": run_id}, [])
+        except SandboxError:
+            pass
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass

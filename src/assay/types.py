@@ -1,0 +1,121 @@
+"""Core value types shared by every layer (names are public API, see DESIGN.md)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from . import defaults
+from .errors import ValidationError
+
+Status = Literal[
+    "ok",
+    "runtime_error",
+    "time_limit",
+    "memory_limit",
+    "output_limit",
+    "compile_error",
+    "sandbox_error",
+]
+STATUSES: tuple[str, ...] = (
+    "ok",
+    "runtime_error",
+    "time_limit",
+    "memory_limit",
+    "output_limit",
+    "compile_error",
+    "sandbox_error",
+)
+
+# Upper bounds that stop absurd requests before they reach the kernel.
+_MAX_TIME_S = 3600.0
+_MAX_MEMORY_MB = 64 * 1024
+_MAX_PROCESSES = 4096
+_MAX_BYTES = 1 << 34
+
+
+def _check_number(name: str, value: float, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"limits.{name}", f"must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value < low or value > high:
+        raise ValidationError(f"limits.{name}", f"must be between {low} and {high}, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one run.
+
+    ``time_s`` is CPU seconds and decides the verdict; ``wall_s`` is only a backstop for
+    programs that sleep or block (default ``3 * time_s + 1``).
+    """
+
+    time_s: float = defaults.TIME_S
+    wall_s: float | None = None
+    memory_mb: int = defaults.MEMORY_MB
+    processes: int = defaults.PROCESSES
+    output_bytes: int = defaults.OUTPUT_BYTES
+    file_bytes: int = defaults.FILE_BYTES
+    disk_mb: int = defaults.DISK_MB
+
+    def __post_init__(self) -> None:
+        _check_number("time_s", self.time_s, 0.001, _MAX_TIME_S)
+        if self.wall_s is not None:
+            _check_number("wall_s", self.wall_s, 0.001, _MAX_TIME_S * 4)
+        _check_number("memory_mb", self.memory_mb, 8, _MAX_MEMORY_MB)
+        _check_number("processes", self.processes, 1, _MAX_PROCESSES)
+        _check_number("output_bytes", self.output_bytes, 0, _MAX_BYTES)
+        _check_number("file_bytes", self.file_bytes, 0, _MAX_BYTES)
+        _check_number("disk_mb", self.disk_mb, 1, _MAX_MEMORY_MB)
+
+    @property
+    def effective_wall_s(self) -> float:
+        return self.wall_s if self.wall_s is not None else defaults.wall_for(self.time_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What one process run in a sandbox did, as measured by the trusted side."""
+
+    status: Status
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    peak_memory_bytes: int = 0
+    # Not part of the JSON shape: files collected from the work dir on request.
+    files: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Exactly the ExecResult fields of DESIGN.md, output decoded as UTF-8 (lossy)."""
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "stdout": self.stdout_text,
+            "stderr": self.stderr_text,
+            "stdout_truncated": self.stdout_truncated,
+            "stderr_truncated": self.stderr_truncated,
+            "cpu_s": round(self.cpu_s, 6),
+            "wall_s": round(self.wall_s, 6),
+            "peak_memory_bytes": self.peak_memory_bytes,
+        }
