@@ -98,3 +98,7 @@ CPU_POLL_MAX_S = 0.05
 ZYGOTE_START_TIMEOUT_S = 20.0
 #: Retries of a run whose zygote died under it before the error is surfaced.
 ZYGOTE_RESTARTS = 3
+#: Runs served by one slot (a set of namespaces) before it is retired and replaced.
+SLOT_MAX_RUNS = 1000
+#: tmpfs size a slot mounts between runs (resized to the run's ``disk_mb`` when it starts).
+DEFAULT_DISK_MB = DISK_MB

@@ -8,6 +8,7 @@ import selectors
 import signal
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,6 +19,8 @@ from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
 KillReason = Literal["time", "wall", "output", "cancel"]
+#: How long the slot's init may take to obey a kill order before the slot is destroyed.
+KILL_GRACE_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +62,11 @@ class _Capture:
 
 
 class Supervision:
-    """State of one run; :meth:`wait` drives it to an :class:`ExecResult`."""
+    """State of one run; :meth:`wait` drives it to an :class:`ExecResult`.
+
+    ``kill`` asks the slot's init to kill every process of the run; if the init does not
+    answer within :data:`KILL_GRACE_S`, ``hard_kill`` takes the whole slot down.
+    """
 
     def __init__(self, req: RunRequest, cgroup: RunCgroup | None, ncpu: int) -> None:
         self.req = req
@@ -67,7 +74,8 @@ class Supervision:
         self.ncpu = max(1, ncpu)
         self.started = time.monotonic()
         self.kill_reason: KillReason | None = None
-        self.pidfd: int | None = None
+        self.killed_at = 0.0
+        self.hard_killed = False
         self.exit_record: dict[str, Any] | None = None
         self.error: str | None = None
         self.collected: dict[str, bytes] = {}
@@ -75,59 +83,63 @@ class Supervision:
         self.out = _Capture(cap)
         self.err = _Capture(cap)
 
-    def kill(self, reason: KillReason, fallback: Any = None) -> None:
-        if self.kill_reason is None:
-            self.kill_reason = reason
-        if self.pidfd is not None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        elif fallback is not None:
-            fallback()
-        if self.cg is not None:
-            with contextlib.suppress(OSError):
-                self.cg.kill_all()
-
     def wait(
-        self, status_sock: socket.socket, out_fd: int, err_fd: int, kill_fallback: Any
+        self,
+        slot_sock: socket.socket,
+        out_fd: int,
+        err_fd: int,
+        kill: Callable[[], None],
+        hard_kill: Callable[[], None],
     ) -> ExecResult:
         limits = self.req.limits
         wall_limit = limits.effective_wall_s
         sel = selectors.DefaultSelector()
         sel.register(out_fd, selectors.EVENT_READ, self.out)
         sel.register(err_fd, selectors.EVENT_READ, self.err)
-        sel.register(status_sock, selectors.EVENT_READ, "status")
-        status_open = True
+        sel.register(slot_sock, selectors.EVENT_READ, "slot")
         finished = False
-        cpu_used = 0.0
         next_cpu_check = self.started
+
+        def stop(reason: KillReason) -> None:
+            if self.kill_reason is None:
+                self.kill_reason = reason
+                self.killed_at = time.monotonic()
+                with contextlib.suppress(OSError):
+                    kill()
+
         try:
-            while status_open or not (self.out.eof and self.err.eof):
+            while not finished or not (self.out.eof and self.err.eof):
                 now = time.monotonic()
-                if self.kill_reason is None and not finished:
-                    if now - self.started > wall_limit:
-                        self.kill("wall", kill_fallback)
-                    elif self.cg is not None and now >= next_cpu_check:
-                        cpu_used = self.cg.cpu_seconds()
-                        if cpu_used > limits.time_s:
-                            self.kill("time", kill_fallback)
-                        # CPU can grow at most ncpu seconds per wall second: sleep until the
-                        # earliest moment the limit could be crossed.
-                        remaining = (limits.time_s - cpu_used) / self.ncpu
-                        next_cpu_check = now + min(max(remaining, 0.002), defaults.CPU_POLL_MAX_S)
-                timeout = max(0.0, min(next_cpu_check, self.started + wall_limit) - now)
-                if self.kill_reason is not None or finished:
-                    timeout = 0.2  # only draining now
-                events = sel.select(timeout if timeout > 0 else 0.001)
-                if not events and (self.kill_reason is not None or finished):
-                    if time.monotonic() - self.started > wall_limit + 10:
-                        self.error = self.error or "run did not terminate after kill"
-                        break
+                if not finished:
+                    if self.kill_reason is None:
+                        if now - self.started > wall_limit:
+                            stop("wall")
+                        elif self.cg is not None and now >= next_cpu_check:
+                            cpu_used = self.cg.cpu_seconds()
+                            if cpu_used > limits.time_s:
+                                stop("time")
+                            # CPU grows at most ncpu seconds per wall second: sleep until
+                            # the earliest moment the limit could be crossed.
+                            remaining = (limits.time_s - cpu_used) / self.ncpu
+                            next_cpu_check = now + min(
+                                max(remaining, 0.002), defaults.CPU_POLL_MAX_S
+                            )
+                    elif not self.hard_killed and now - self.killed_at > KILL_GRACE_S:
+                        self.hard_killed = True
+                        hard_kill()
+                if finished or self.kill_reason is not None:
+                    timeout = 0.1
+                else:
+                    timeout = max(0.001, min(next_cpu_check, self.started + wall_limit) - now)
+                events = sel.select(timeout)
+                if not events and finished and time.monotonic() - self.started > wall_limit + 30:
+                    self.error = self.error or "output pipes stayed open after the run ended"
+                    break
                 for key, _ in events:
-                    if key.data == "status":
-                        if not self._on_status(status_sock):
-                            status_open = False
-                            sel.unregister(status_sock)
+                    if key.data == "slot":
+                        if self._on_slot_message(slot_sock):
                             finished = True
+                            sel.unregister(slot_sock)
                         continue
                     capture: _Capture = key.data
                     try:
@@ -138,58 +150,38 @@ class Supervision:
                         capture.eof = True
                         sel.unregister(key.fd)
                         continue
-                    if capture.add(data) and self.kill_reason is None and not finished:
-                        self.kill("output", kill_fallback)
-                    elif capture.truncated:
-                        pass
+                    if capture.add(data) and not finished:
+                        stop("output")
         finally:
             sel.close()
-        self._wait_pidfd()
         return self._result()
 
-    def _on_status(self, sock: socket.socket) -> bool:
+    def _on_slot_message(self, sock: socket.socket) -> bool:
+        """Handle one message from the slot's init; True when the run is over."""
         try:
             msg, fds = wire.recv(sock)
         except (OSError, ValueError) as exc:
-            self.error = f"status channel: {exc}"
-            return False
+            self.error = f"slot channel: {exc}"
+            return True
         if msg is None:
-            return False
+            if not self.hard_killed:
+                self.error = "the sandbox's init died"
+            return True
         kind = msg.get("kind")
-        if kind == "started" and fds:
-            self.pidfd = fds[0]
-            for fd in fds[1:]:
-                os.close(fd)
-            if self.kill_reason is not None:  # killed before we could aim
-                self.kill(self.kill_reason)
-        elif kind == "exit":
+        if kind == "exit":
             self.exit_record = msg
             for fd in fds:
                 try:
                     self.collected = {p: c for p, c, _m in wire.unpack_files(fd)}
                 finally:
                     os.close(fd)
-        elif kind == "error":
+            return True
+        for fd in fds:
+            os.close(fd)
+        if kind == "error":
             self.error = f"sandbox {msg.get('stage')} failed: {msg.get('message')}"
-            for fd in fds:
-                os.close(fd)
-        return True
-
-    def _wait_pidfd(self) -> None:
-        """Wait until the run's init is gone, which means its whole PID namespace is gone."""
-        if self.pidfd is None:
-            return
-        try:
-            sel = selectors.DefaultSelector()
-            sel.register(self.pidfd, selectors.EVENT_READ)
-            if not sel.select(5.0):
-                with contextlib.suppress(OSError):
-                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-                sel.select(5.0)
-            sel.close()
-        finally:
-            os.close(self.pidfd)
-            self.pidfd = None
+            return True
+        return False
 
     def _result(self) -> ExecResult:
         wall = time.monotonic() - self.started
@@ -240,7 +232,7 @@ class Supervision:
             return "sandbox_error"
         if oom:
             return "memory_limit"
-        if sig in (signal.SIGXCPU,):
+        if sig == signal.SIGXCPU:
             return "time_limit"
         if sig == signal.SIGXFSZ:
             return "output_limit"

@@ -40,6 +40,8 @@ class ZygoteProcess:
             "seccomp": config.seccomp,
             "landlock": config.landlock,
             "workdir": defaults.WORK_DIR,
+            "default_disk_mb": defaults.DEFAULT_DISK_MB,
+            "default_env": defaults.SANDBOX_ENV,
             "inside_dir": _INSIDE_PARENT,
         }
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}

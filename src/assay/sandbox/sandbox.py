@@ -7,7 +7,6 @@ import collections
 import contextlib
 import itertools
 import os
-import select
 import socket
 import threading
 
@@ -17,6 +16,7 @@ from ..types import ExecResult, Limits
 from . import cgroups
 from ._inside import wire
 from ._run import RunRequest, Supervision
+from ._slots import CgroupPool, SlotHandle
 from ._zygote import ZygoteProcess
 from .config import SandboxConfig
 from .probe import HostReport, probe_host
@@ -55,10 +55,14 @@ class Sandbox:
         self._zygote: ZygoteProcess | None = None
         self._closed = False
         self._ncpu = len(os.sched_getaffinity(0))
-        self._deferred: list[cgroups.RunCgroup] = []
-        self._idle: collections.deque[_Slot] = collections.deque()
-        #: Armed sandboxes kept waiting, so a run starts without forks or mounts.
-        self.pool_size = pool_size if pool_size is not None else self._ncpu + 1
+        self._idle: collections.deque[SlotHandle] = collections.deque()
+        #: Idle slots kept for reuse, so a run starts without creating namespaces.
+        self.pool_size = pool_size if pool_size is not None else max(4, 4 * self._ncpu)
+        self._cg_pool = (
+            CgroupPool(self.cgroups, _cg_limits(Limits()), spare=max(2, self._ncpu))
+            if self.cgroups is not None
+            else None
+        )
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Sandbox:
@@ -72,13 +76,13 @@ class Sandbox:
             self._closed = True
             idle, self._idle = list(self._idle), collections.deque()
         for slot in idle:
-            self._discard(slot)
+            self._retire(slot)
         with self._lock:
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
-        for cg in self._deferred:
-            cg.destroy()
+        if self._cg_pool is not None:
+            self._cg_pool.close()
         if self.cgroups is not None:
             self.cgroups.close()
 
@@ -92,67 +96,94 @@ class Sandbox:
                 self._zygote = ZygoteProcess(self.config)
             return self._zygote
 
-    def warm_up(self) -> None:
-        """Start the fork server now instead of on the first run."""
-        self._zygote_for_run()
-
     @property
     def zygote_pid(self) -> int | None:
         z = self._zygote
         return z.proc.pid if z is not None else None
 
     # -- slots ----------------------------------------------------------------------------
-    def _prepare(self, zygote: ZygoteProcess) -> _Slot:
-        """Ask the fork server for one more armed sandbox (returns before it is ready)."""
-        slot_id = f"{next(self._ids)}"
-        cg = None
-        if self.cgroups is not None:
-            cg = self.cgroups.create(_cg_limits(Limits()))
+    def _new_slot(self, zygote: ZygoteProcess) -> SlotHandle:
+        """Ask the fork server for one more slot, and arm it (returns before it is ready)."""
         sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        fds = [child.fileno()] + (cg.procs_fds() if cg is not None else [])
         try:
-            zygote.send({"op": "prepare", "id": slot_id, "disk_mb": defaults.DISK_MB}, fds)
+            zygote.send(
+                {"op": "slot", "id": f"{next(self._ids)}", "max_runs": defaults.SLOT_MAX_RUNS},
+                [child.fileno()],
+            )
         except SandboxError:
             sock.close()
-            if cg is not None:
-                self._destroy(cg)
             raise
         finally:
             child.close()
-            for fd in fds[1:]:
-                os.close(fd)
-        return _Slot(slot_id, sock, cg, zygote)
+        slot = SlotHandle(sock, zygote)
+        self._arm(slot)
+        return slot
 
-    def _acquire(self) -> _Slot:
-        """An armed sandbox whose init has reported ready, replenishing the warm pool."""
+    def _arm(self, slot: SlotHandle) -> None:
+        cg = self._cg_pool.get() if self._cg_pool is not None else None
+        try:
+            slot.arm(cg)
+        except OSError:
+            if cg is not None and self._cg_pool is not None:
+                self._cg_pool.dispose(cg)
+            raise
+
+    def _acquire(self) -> SlotHandle:
+        """A ready, armed slot: the longest-idle one if any (so the others finish resetting
+        in the background), else a new one."""
         error = ""
         for _attempt in range(defaults.ZYGOTE_RESTARTS * 2):
             zygote = self._zygote_for_run()
             with self._lock:
                 slot = self._idle.popleft() if self._idle else None
+            if slot is not None and slot.zygote is not zygote:
+                self._retire(slot)
+                continue
             if slot is None:
-                slot = self._prepare(zygote)
-            self._replenish(zygote)
+                try:
+                    slot = self._new_slot(zygote)
+                except (SandboxError, OSError) as exc:
+                    error = str(exc)
+                    continue
             if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
                 return slot
             error = slot.error
-            self._discard(slot)
+            self._retire(slot)
         raise SandboxError(f"no sandbox became ready: {error}")
 
-    def _replenish(self, zygote: ZygoteProcess) -> None:
-        while True:
+    def _release(self, slot: SlotHandle, reusable: bool) -> None:
+        slot.runs += 1
+        if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
             with self._lock:
-                if self._closed or len(self._idle) >= self.pool_size:
-                    return
-            slot = self._prepare(zygote)
-            with self._lock:
-                self._idle.append(slot)
+                keep = not self._closed and len(self._idle) < self.pool_size
+            if keep:
+                try:
+                    self._arm(slot)
+                except OSError:
+                    keep = False
+            if keep:
+                with self._lock:
+                    self._idle.append(slot)
+                return
+        self._retire(slot)
 
-    def _discard(self, slot: _Slot) -> None:
+    def _retire(self, slot: SlotHandle) -> None:
         slot.close()
-        if slot.cg is not None:
-            slot.cg.kill_all()
-            self._destroy(slot.cg)
+        if slot.cg is not None and self._cg_pool is not None:
+            self._cg_pool.dispose(slot.cg)
+            slot.cg = None
+
+    def warm_up(self, slots: int | None = None) -> None:
+        """Start the fork server and ``slots`` armed sandboxes now instead of on first use."""
+        zygote = self._zygote_for_run()
+        want = self.pool_size if slots is None else slots
+        fresh = [self._new_slot(zygote) for _ in range(want)]
+        for slot in fresh:
+            if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
+                with self._lock:
+                    self._idle.append(slot)
+            else:
+                self._retire(slot)
 
     # -- running ----------------------------------------------------------------------------
     def execute(self, req: RunRequest) -> ExecResult:
@@ -178,11 +209,22 @@ class Sandbox:
         return await asyncio.to_thread(self.execute, req)
 
     def _run_in(
-        self, slot: _Slot, req: RunRequest, files: list[tuple[str, bytes, int]], collect: list[str]
+        self,
+        slot: SlotHandle,
+        req: RunRequest,
+        files: list[tuple[str, bytes, int]],
+        collect: list[str],
     ) -> ExecResult:
         limits = req.limits
+        cg = slot.cg
+        reusable = False
         own: list[int] = []
         try:
+            if cg is not None:
+                try:
+                    cg.arm(_cg_limits(limits))
+                except OSError as exc:
+                    return ExecResult(status="sandbox_error", stderr=f"cgroup: {exc}".encode())
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             own += [out_r, err_r]
@@ -207,11 +249,8 @@ class Sandbox:
                     "cpu_s": int(limits.time_s) + 2,
                 },
             }
+            sup = Supervision(req, cg, self._ncpu)
             try:
-                if slot.cg is not None:
-                    slot.cg.arm(_cg_limits(limits))
-                sup = Supervision(req, slot.cg, self._ncpu)
-                sup.pidfd = slot.take_pidfd()
                 wire.send(slot.sock, header, child_fds)
             except OSError as exc:
                 return ExecResult(status="sandbox_error", stderr=f"dispatch: {exc}".encode())
@@ -220,71 +259,17 @@ class Sandbox:
                     os.close(fd)
             for fd in (out_r, err_r):
                 os.set_blocking(fd, False)
-            return sup.wait(slot.sock, out_r, err_r, lambda: slot.zygote.kill_run(slot.id))
+            result = sup.wait(slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot)
+            reusable = sup.exit_record is not None and not sup.hard_killed
+            return result
         finally:
             for fd in own:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            slot.close()
-            if slot.cg is not None:
-                self._destroy(slot.cg)
-
-    def _destroy(self, cg: cgroups.RunCgroup) -> None:
-        if not cg.destroy():
-            cg.kill_all()
-            if not cg.destroy():
-                with self._lock:
-                    self._deferred.append(cg)
-        if self._deferred:
-            with self._lock:
-                pending, self._deferred = self._deferred, []
-            still = [d for d in pending if not d.destroy()]
-            with self._lock:
-                self._deferred.extend(still)
-
-
-class _Slot:
-    """One armed sandbox: a PID-1 init and a privilege-less program process waiting for work."""
-
-    def __init__(
-        self, slot_id: str, sock: socket.socket, cg: cgroups.RunCgroup | None, zygote: ZygoteProcess
-    ):
-        self.id = slot_id
-        self.sock = sock
-        self.cg = cg
-        self.zygote = zygote
-        self.pidfd: int | None = None
-        self.error = ""
-
-    def wait_ready(self, timeout: float) -> bool:
-        if self.pidfd is not None:
-            return True
-        ready, _, _ = select.select([self.sock], [], [], timeout)
-        if not ready:
-            self.error = "timed out"
-            return False
-        try:
-            msg, fds = wire.recv(self.sock)
-        except (OSError, ValueError) as exc:
-            self.error = str(exc)
-            return False
-        if msg is None or msg.get("kind") != "ready" or not fds:
-            for fd in fds:
-                os.close(fd)
-            self.error = (msg or {}).get("message", "sandbox init exited")
-            return False
-        self.pidfd = fds[0]
-        return True
-
-    def take_pidfd(self) -> int | None:
-        fd, self.pidfd = self.pidfd, None
-        return fd
-
-    def close(self) -> None:
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
-        self.sock.close()
+            if cg is not None and self._cg_pool is not None:
+                self._cg_pool.dispose(cg)
+            slot.cg = None
+            self._release(slot, reusable)
 
 
 def _cg_limits(limits: Limits) -> cgroups.CgroupLimits:

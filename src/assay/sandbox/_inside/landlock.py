@@ -73,12 +73,17 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def restrict(
+def build_ruleset(
     abi: int, read_paths: list[str], write_paths: list[str], device_paths: list[str]
-) -> None:
-    """Confine the calling process (and its future children) to the given paths."""
+) -> int:
+    """Create the ruleset once (in the fork server); returns its fd, or -1 without Landlock.
+
+    Rules attach to inodes, and Landlock's path walk crosses mount points, so rules on the
+    template's ``work``, ``tmp``, ``dev/shm`` directories cover the fresh tmpfs each run
+    binds over them.
+    """
     if abi <= 0:
-        return
+        return -1
     handled = _fs_rights(abi)
     attr = _RulesetAttr(handled, 0, 0)
     size = 8
@@ -88,46 +93,44 @@ def restrict(
     if abi >= 6:
         attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
         size = 24
-    fd = linux.libc.syscall(
-        ctypes.c_long(SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    fd = int(
+        linux.libc.syscall(
+            ctypes.c_long(SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+        )
     )
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
-    try:
-        read = EXECUTE | READ_FILE | READ_DIR
-        file_only = EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
-        for paths, access in (
-            (read_paths, read),
-            (write_paths, handled),
-            (device_paths, file_only),
-        ):
-            for path in paths:
-                try:
-                    pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-                except OSError:
-                    continue
-                try:
-                    allowed = access & handled
-                    if not os.path.isdir(path):
-                        allowed &= file_only
-                    rule = _PathBeneath(allowed, pfd)
-                    res = linux.libc.syscall(
-                        ctypes.c_long(SYS_ADD_RULE),
-                        ctypes.c_int(fd),
-                        ctypes.c_int(RULE_PATH_BENEATH),
-                        ctypes.byref(rule),
-                        ctypes.c_uint32(0),
-                    )
-                    if res < 0:
-                        err = ctypes.get_errno()
-                        raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
-                finally:
-                    os.close(pfd)
-        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-        res = linux.libc.syscall(ctypes.c_long(SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0))
-        if res < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
-    finally:
-        os.close(fd)
+    read = EXECUTE | READ_FILE | READ_DIR
+    file_only = EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+    for paths, access in ((read_paths, read), (write_paths, handled), (device_paths, file_only)):
+        for path in paths:
+            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                allowed = access & handled
+                if not os.path.isdir(path):
+                    allowed &= file_only
+                rule = _PathBeneath(allowed, pfd)
+                res = linux.libc.syscall(
+                    ctypes.c_long(SYS_ADD_RULE),
+                    ctypes.c_int(fd),
+                    ctypes.c_int(RULE_PATH_BENEATH),
+                    ctypes.byref(rule),
+                    ctypes.c_uint32(0),
+                )
+                if res < 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
+            finally:
+                os.close(pfd)
+    return fd
+
+
+def restrict_self(ruleset_fd: int) -> None:
+    """Enforce a prebuilt ruleset on the calling process (requires no_new_privs)."""
+    res = linux.libc.syscall(
+        ctypes.c_long(SYS_RESTRICT), ctypes.c_int(ruleset_fd), ctypes.c_uint32(0)
+    )
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")

@@ -10,6 +10,7 @@ its mount namespace.
 
 from __future__ import annotations
 
+import json
 import os
 
 from . import linux
@@ -83,26 +84,8 @@ def build_template(root: str, ro_binds: list[str], etc_binds: list[str], userns:
     )
 
 
-def enter(root: str, disk_mb: int, uid: int, gid: int) -> None:
-    """Run in each sandbox's init process (its own mount and PID namespaces, still root)."""
-    rw = os.path.join(root, ".rw")
-    linux.mount(
-        "tmpfs",
-        rw,
-        "tmpfs",
-        linux.MS_NOSUID | linux.MS_NODEV,
-        f"size={disk_mb}m,nr_inodes=65536,mode=755",
-    )
-    for name, mode, owner in (("work", 0o755, uid), ("tmp", 0o1777, 0), ("shm", 0o1777, 0)):
-        path = os.path.join(rw, name)
-        os.mkdir(path)
-        os.chmod(path, mode)
-        if owner:
-            os.chown(path, uid, gid)
-    linux.mount(os.path.join(rw, "work"), os.path.join(root, "work"), None, linux.MS_BIND)
-    linux.mount(os.path.join(rw, "tmp"), os.path.join(root, "tmp"), None, linux.MS_BIND)
-    linux.mount(os.path.join(rw, "shm"), os.path.join(root, "dev/shm"), None, linux.MS_BIND)
-    linux.umount2(rw, linux.MNT_DETACH)
+def enter(root: str) -> None:
+    """Run once in each slot's init (own mount and PID namespaces, still root)."""
     linux.mount(
         "proc",
         os.path.join(root, "proc"),
@@ -116,9 +99,64 @@ def enter(root: str, disk_mb: int, uid: int, gid: int) -> None:
     os.chdir("/")
 
 
-def write_files(files: list[tuple[str, bytes, int]], workdir: str, uid: int, gid: int) -> None:
-    """Write the run's input files (paths already validated relative by the supervisor)."""
-    for rel, content, mode in files:
+WRITABLE = (("/work", "work"), ("/tmp", "tmp"), ("/dev/shm", "shm"))
+
+
+def fresh_rw(disk_mb: int, uid: int, gid: int) -> None:
+    """Mount one new size-capped tmpfs and expose it as /work, /tmp and /dev/shm."""
+    linux.mount(
+        "tmpfs",
+        "/.rw",
+        "tmpfs",
+        linux.MS_NOSUID | linux.MS_NODEV,
+        f"size={disk_mb}m,nr_inodes=65536,mode=755",
+    )
+    try:
+        for name, mode, owner in (
+            ("work", 0o755, True),
+            ("tmp", 0o1777, False),
+            ("shm", 0o1777, False),
+        ):
+            path = "/.rw/" + name
+            os.mkdir(path)
+            os.chmod(path, mode)
+            if owner:
+                os.chown(path, uid, gid)
+        for target, name in WRITABLE:
+            linux.mount("/.rw/" + name, target, None, linux.MS_BIND)
+    finally:
+        linux.umount2("/.rw", linux.MNT_DETACH)
+
+
+def drop_rw() -> None:
+    """Detach the run's writable tmpfs: its content is gone once no process holds it."""
+    for target, _name in WRITABLE:
+        try:
+            linux.umount2(target, linux.MNT_DETACH)
+        except OSError:
+            pass
+
+
+def resize_rw(disk_mb: int) -> None:
+    linux.mount(
+        None, "/work", None, linux.MS_REMOUNT | linux.MS_NOSUID | linux.MS_NODEV, f"size={disk_mb}m"
+    )
+
+
+def write_files(archive_fd: int, workdir: str, uid: int, gid: int) -> None:
+    """Write a run's input files from a :func:`wire.pack_files` memfd, kernel to kernel.
+
+    Only the index (names and sizes) enters this process's memory; contents move with
+    sendfile, so the slot's init, of which every later program is a fork, never holds a
+    run's data. Paths were validated relative by the supervisor; O_EXCL|O_NOFOLLOW and a
+    fresh tmpfs keep even a bad one from escaping.
+    """
+    head_len = os.pread(archive_fd, 32, 0).split(b"\n", 1)[0]
+    offset = len(head_len) + 1
+    index = json.loads(os.pread(archive_fd, int(head_len), offset))
+    offset += int(head_len)
+    for entry in index:
+        rel, size, mode = entry["path"], entry["size"], entry["mode"] & 0o777
         path = os.path.join(workdir, rel)
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
@@ -128,21 +166,31 @@ def write_files(files: list[tuple[str, bytes, int]], workdir: str, uid: int, gid
                 os.chown(cur, uid, gid)
                 cur = os.path.dirname(cur)
         fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode & 0o777
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode
         )
         try:
-            view = memoryview(content)
-            while view:
-                view = view[os.write(fd, view) :]
+            left, pos = size, offset
+            while left > 0:
+                n = os.sendfile(fd, archive_fd, pos, left)
+                if n <= 0:
+                    raise OSError(f"short input file {rel}")
+                left -= n
+                pos += n
             os.fchown(fd, uid, gid)
-            os.fchmod(fd, mode & 0o777)
+            os.fchmod(fd, mode)
         finally:
             os.close(fd)
+        offset += size
 
 
-def collect_files(paths: list[str], workdir: str, max_bytes: int) -> list[tuple[str, bytes, int]]:
-    """Read requested files back, refusing symlinks anywhere in the path (hostile tree)."""
-    out: list[tuple[str, bytes, int]] = []
+def collect_files(paths: list[str], workdir: str, max_bytes: int) -> int:
+    """Copy requested files into a memfd archive, kernel to kernel.
+
+    Symlinks anywhere in a path are refused (the tree is hostile). The content never passes
+    through this process's memory: the slot's init lives on, and every later run is a fork
+    of it, so nothing a run produced may linger in its heap.
+    """
+    entries: list[tuple[str, int, int, int]] = []  # path, fd, size, mode
     budget = max_bytes
     dirfd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -151,15 +199,27 @@ def collect_files(paths: list[str], workdir: str, max_bytes: int) -> list[tuple[
                 fd = linux.open_beneath(dirfd, rel, os.O_RDONLY | os.O_NONBLOCK)
             except OSError:
                 continue
-            try:
-                st = os.fstat(fd)
-                if not (st.st_mode & 0o170000 == 0o100000) or st.st_size > budget:
-                    continue
-                data = os.read(fd, st.st_size + 1)[: st.st_size]
-                budget -= len(data)
-                out.append((rel, data, st.st_mode & 0o777))
-            finally:
+            st = os.fstat(fd)
+            if st.st_mode & 0o170000 != 0o100000 or st.st_size > budget:
                 os.close(fd)
+                continue
+            budget -= st.st_size
+            entries.append((rel, fd, st.st_size, st.st_mode & 0o777))
+        index = [{"path": p, "size": n, "mode": m} for p, _fd, n, m in entries]
+        head = json.dumps(index, separators=(",", ":")).encode()
+        out = os.memfd_create("collected", os.MFD_CLOEXEC)
+        os.write(out, str(len(head)).encode() + b"\n" + head)
+        for _p, fd, size, _m in entries:
+            left = size
+            while left > 0:
+                n = os.sendfile(out, fd, None, left)
+                if n <= 0:
+                    break
+                left -= n
+            if left:  # file shrank under us: keep the archive's framing intact
+                os.write(out, b"\0" * left)
+        return out
     finally:
         os.close(dirfd)
-    return out
+        for _p, fd, _n, _m in entries:
+            os.close(fd)

@@ -1,21 +1,27 @@
-"""The fork server: a warm interpreter that forks one fully isolated child per run.
+"""The fork server: a warm interpreter from which every sandbox and every program is forked.
 
-Process tree of one run::
+Process tree::
 
-    zygote ── C1 (unshares namespaces, waits) ── C2 = PID 1 of the run (trusted init)
-                                                   └── C3 (joins the cgroup, drops every
-                                                        privilege, runs the program)
+    zygote ── C1 (unshares namespaces, waits) ── S = PID 1 of a slot (trusted init, root)
+                                                   └── X (one per run: joins the run's
+                                                        cgroup and a new IPC namespace,
+                                                        drops every privilege, runs the
+                                                        program)
 
-C1 exists because a new PID namespace only applies to the children of the unsharing process.
-C2 stays root and trusted: it writes the input files, reaps, and on C3's exit kills whatever
-is left in the namespace, collects requested files and reports C3's exit status. Each link
-dies with its parent (PR_SET_PDEATHSIG), so killing the supervisor tears everything down.
+A *slot* is a set of namespaces (PID, mount, network, UTS) over the read-only template root,
+created once and used by one run at a time. Its init ``S`` forks a fresh program process per
+run, and after each run kills every process in the namespace, detaches the run's tmpfs and
+mounts a new one, so nothing of a run outlives it; each run also gets a new cgroup and a new
+IPC namespace. ``S`` never reads a run's data into its own memory (files and stdin travel in
+memfds that only ``X`` reads), because every later program is a fork of ``S``. Each link dies
+with its parent (PR_SET_PDEATHSIG), so killing the supervisor tears everything down.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import gc
 import json
 import os
@@ -30,10 +36,11 @@ from typing import Any
 # Everything is imported now: after pivot_root the host's files are out of reach.
 from . import landlock, linux, pyrun, rootfs, seccomp, wire
 
-# fds of a prepare request: [status socket, cgroup.procs fds...]
-# fds of a run request (sent by the supervisor straight to the slot's init):
+# fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
+# hierarchy. fds of a run request, sent by the supervisor straight to the slot's init:
 R_STDOUT, R_STDERR, R_FILES, R_STDIN = range(4)
 CAP_LAST = 63
+RULESET_FD_MIN = 200
 
 
 class _CapHeader(ctypes.Structure):
@@ -48,19 +55,12 @@ class _CapData(ctypes.Structure):
     ]
 
 
-def _drop_bounding_set() -> None:
-    """No capability can ever come back, even through an exec (needs CAP_SETPCAP: call first)."""
-    for cap in range(CAP_LAST + 1):
-        if linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            break
-
-
-def _clear_capabilities() -> None:
-    """Empty every capability set; needed in a user namespace, where setuid keeps them."""
-    hdr = _CapHeader(0x20080522, 0)
-    data = (_CapData * 2)()
-    if linux.libc.capset(ctypes.byref(hdr), data) != 0:
-        raise OSError(ctypes.get_errno(), "capset")
+def _cap_last() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return CAP_LAST
 
 
 class Zygote:
@@ -71,6 +71,9 @@ class Zygote:
         self.children: dict[str, int] = {}
         self.filter: seccomp.Filter | None = None
         self.landlock_abi = 0
+        self._cap_hdr = _CapHeader(0x20080522, 0)
+        self._cap_data = (_CapData * 2)()
+        self._cap_last = _cap_last()
         self.base_path = [p for p in sys.path if p and p != cfg["inside_dir"]]
 
     # -- start-up ---------------------------------------------------------------------------
@@ -116,14 +119,7 @@ class Zygote:
                 continue
             if msg is None:
                 return
-            op = msg.get("op")
-            if op == "kill":
-                pid = self.children.get(msg["id"])
-                if pid:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                continue
-            if op != "prepare":
+            if msg.get("op") != "slot":
                 for fd in fds:
                     os.close(fd)
                 continue
@@ -151,7 +147,7 @@ class Zygote:
 
     # -- C1: namespaces ---------------------------------------------------------------------
     def _c1(self, prep: dict[str, Any], fds: list[int]) -> None:
-        status = socket.socket(fileno=os.dup(fds[0]))
+        status = socket.socket(fileno=fds[0])
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != self.pid:
@@ -166,9 +162,8 @@ class Zygote:
             )
             pid = os.fork()
             if pid == 0:
-                self._c2(prep, fds, status)
-            for fd in fds:
-                os.close(fd)
+                Slot(self, status, int(prep["max_runs"])).serve()
+                os._exit(0)
             status.close()
             os.waitpid(pid, 0)
             os._exit(0)
@@ -176,171 +171,261 @@ class Zygote:
             _report_error(status, "namespaces", exc)
             os._exit(1)
 
-    # -- C2: init of the run ----------------------------------------------------------------
-    def _c2(self, prep: dict[str, Any], fds: list[int], status: socket.socket) -> None:
-        """Trusted init: prepares the slot, then waits for the run request on ``status``."""
+
+class Slot:
+    """S: PID 1 of a slot. Trusted; one program at a time, cleaned up after each.
+
+    Between runs S mounts the next run's tmpfs, builds its Landlock ruleset and forks the
+    next program process X, which joins the cgroup the supervisor sent and drops every
+    privilege ("armed"), then waits. A run then only costs writing its files and handing X
+    its stdio: no fork, mount or privilege change is on the critical path.
+    """
+
+    def __init__(self, zygote: Zygote, status: socket.socket, max_runs: int) -> None:
+        self.z = zygote
+        self.cfg = zygote.cfg
+        self.status = status
+        self.max_runs = max_runs
+        self.disk_mb = 0
+        self.ruleset = -1
+        self.armed: tuple[int, socket.socket] | None = None  # (pid, orders socket)
+
+    def serve(self) -> None:
         cfg = self.cfg
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             linux.sethostname("sandbox")
-            rootfs.enter(cfg["root"], int(prep["disk_mb"]), cfg["uid"], cfg["gid"])
-            orders, orders_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            child = os.fork()
-            if child == 0:
-                status.close()
+            rootfs.enter(cfg["root"])
+            os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
+            os.environ.update(cfg["default_env"])
+            self._fresh(cfg["default_disk_mb"])
+            pidfd = os.pidfd_open(os.getpid())
+            wire.send(self.status, {"kind": "ready"}, [pidfd])
+            os.close(pidfd)
+        except BaseException as exc:
+            _report_error(self.status, "slot setup", exc)
+            os._exit(1)
+        runs = 0
+        while runs < self.max_runs:
+            req, fds = wire.recv(self.status)
+            if req is None:
+                os._exit(0)
+            op = req.get("op")
+            if op == "arm":
+                self._arm(fds)
+            elif op == "run":
+                self._run(req, fds)
+                runs += 1
+            else:
+                for fd in fds:
+                    os.close(fd)
+        os._exit(0)
+
+    def _fresh(self, disk_mb: int) -> None:
+        """A new writable tmpfs for the next run, and the Landlock ruleset naming it.
+
+        Landlock rules attach to inodes and ignore the directories mounts cover, so the
+        ruleset is rebuilt for each tmpfs (between runs, off the critical path).
+        """
+        rootfs.fresh_rw(disk_mb, self.cfg["uid"], self.cfg["gid"])
+        self.disk_mb = disk_mb
+        abi = self.z.landlock_abi
+        if abi:
+            if self.ruleset >= 0:
+                os.close(self.ruleset)
+            fd = landlock.build_ruleset(
+                abi,
+                read_paths=["/"],
+                write_paths=[self.cfg["workdir"], "/tmp", "/dev/shm"],
+                device_paths=[f"/dev/{d}" for d in rootfs.DEVICES],
+            )
+            # Out of the way of the stdio and pipe fds the program process sets up.
+            self.ruleset = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
+            os.close(fd)
+
+    def _arm(self, cg_fds: list[int]) -> None:
+        try:
+            if self.armed is not None:  # re-arm: discard the previous program process
+                os.kill(self.armed[0], signal.SIGKILL)
+                self.armed[1].close()
+                self._reap_all()
+            orders, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pid = os.fork()
+            if pid == 0:
+                self.status.close()
                 orders.close()
-                self._c3(fds[1:], orders_child)
-            orders_child.close()
+                _program(self.z, cg_fds, child_end, self.ruleset)
+            child_end.close()
+            for fd in cg_fds:
+                os.close(fd)
+            msg, _ = wire.recv(orders)
+            if msg is None or msg.get("kind") != "armed":
+                raise RuntimeError((msg or {}).get("message", "program process died while arming"))
+            self.armed = (pid, orders)
+        except BaseException as exc:
+            _report_error(self.status, "arm", exc)
+            os._exit(1)
+
+    def _run(self, req: dict[str, Any], fds: list[int]) -> None:
+        cfg = self.cfg
+        try:
+            if self.armed is None:
+                raise RuntimeError("run before arm")
+            child, orders = self.armed
+            self.armed = None
+            if int(req["disk_mb"]) != self.disk_mb:
+                rootfs.resize_rw(int(req["disk_mb"]))
+                self.disk_mb = int(req["disk_mb"])
+            rootfs.write_files(fds[R_FILES], cfg["workdir"], cfg["uid"], cfg["gid"])
+            go = {k: req[k] for k in ("mode", "argv", "env", "rlimits")}
+            wire.send(orders, {"kind": "go", **go}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR]])
             for fd in fds:
                 os.close(fd)
-            armed, _ = wire.recv(orders)
-            if armed is None or armed.get("kind") != "armed":
-                raise RuntimeError(
-                    (armed or {}).get("message", "program process died while arming")
-                )
-            pidfd = os.pidfd_open(os.getpid())
-            wire.send(status, {"kind": "ready"}, [pidfd])
-            os.close(pidfd)
-            req, run_fds = wire.recv(status)
-            if req is None:  # slot discarded
-                os._exit(0)
-            if int(req["disk_mb"]) != int(prep["disk_mb"]):
-                linux.mount(
-                    None,
-                    cfg["workdir"],
-                    None,
-                    linux.MS_REMOUNT | linux.MS_NOSUID | linux.MS_NODEV,
-                    f"size={int(req['disk_mb'])}m",
-                )
-            files = wire.unpack_files(run_fds[R_FILES])
-            rootfs.write_files(files, cfg["workdir"], cfg["uid"], cfg["gid"])
-            del files
-            go = {k: req[k] for k in ("mode", "argv", "env", "rlimits")}
-            wire.send(
-                orders,
-                {"kind": "go", **go},
-                [run_fds[R_STDIN], run_fds[R_STDOUT], run_fds[R_STDERR]],
-            )
-            for fd in run_fds:
-                os.close(fd)
+            pidfd = os.pidfd_open(child)
         except BaseException as exc:
-            _report_error(status, "setup", exc)
+            _report_error(self.status, "run setup", exc)
             os._exit(1)
-        exit_status, usage = _wait_for(child)
-        started, _ = _recv_nowait(orders)
+        exit_status, usage = self._supervise(child, pidfd)
+        os.close(pidfd)
+        # Whatever the program left behind in the namespace goes, then its files do.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        self._reap_all()
+        started = _last_message(orders)
+        out_fds: list[int] = []
         if started is None or started.get("kind") != "running":
             text = (started or {}).get("message") or "program process died during setup"
-            wire.send(
-                status, {"kind": "error", "stage": "program setup", "message": str(text)[-2000:]}
-            )
-            os._exit(1)
+            record: dict[str, Any] = {
+                "kind": "error",
+                "stage": "program setup",
+                "message": str(text)[-2000:],
+            }
+        else:
+            record = {
+                "kind": "exit",
+                "cpu_s": usage.ru_utime + usage.ru_stime if usage else 0.0,
+                "maxrss_bytes": usage.ru_maxrss * 1024 if usage else 0,
+            }
+            if os.WIFSIGNALED(exit_status):
+                record["signal"] = os.WTERMSIG(exit_status)
+            else:
+                record["exit_code"] = os.WEXITSTATUS(exit_status)
+            if req.get("collect"):
+                out_fds.append(
+                    rootfs.collect_files(
+                        req["collect"], cfg["workdir"], int(req["collect_max_bytes"])
+                    )
+                )
+        wire.send(self.status, record, out_fds)
+        for fd in out_fds:
+            os.close(fd)
         try:
-            os.kill(-1, signal.SIGKILL)  # whatever the program left behind in its namespace
-        except ProcessLookupError:
-            pass
+            rootfs.drop_rw()
+            self._fresh(cfg["default_disk_mb"])
+        except BaseException as exc:
+            _report_error(self.status, "slot reset", exc)
+            os._exit(1)
+
+    def _reap_all(self) -> None:
         while True:
             try:
                 os.waitpid(-1, 0)
             except ChildProcessError:
-                break
-        record: dict[str, Any] = {
-            "kind": "exit",
-            "cpu_s": usage.ru_utime + usage.ru_stime if usage else 0.0,
-            "maxrss_bytes": usage.ru_maxrss * 1024 if usage else 0,
-        }
-        if os.WIFSIGNALED(exit_status):
-            record["signal"] = os.WTERMSIG(exit_status)
-        else:
-            record["exit_code"] = os.WEXITSTATUS(exit_status)
-        out_fds: list[int] = []
-        if req.get("collect"):
-            collected = rootfs.collect_files(
-                req["collect"], cfg["workdir"], int(req["collect_max_bytes"])
-            )
-            out_fds.append(wire.memfd_with(wire.pack_files(collected), "collected"))
-        wire.send(status, record, out_fds)
-        os._exit(0)
+                return
 
-    # -- C3: the program --------------------------------------------------------------------
-    def _c3(self, cg_fds: list[int], orders: socket.socket) -> None:
-        """Become the program, in two steps.
+    def _supervise(self, child: int, pidfd: int) -> tuple[int, Any]:
+        """Wait for the program, reaping orphans as an init must, obeying kill orders."""
+        result: tuple[int, Any] | None = None
+        while result is None:
+            ready, _, _ = select.select([self.status.fileno(), pidfd], [], [], 0.05)
+            if self.status.fileno() in ready:
+                msg, extra = wire.recv(self.status)
+                for fd in extra:
+                    os.close(fd)
+                if msg is None:  # supervisor gone: take everything down
+                    os.kill(-1, signal.SIGKILL)
+                    os._exit(0)
+                if msg.get("op") == "kill":
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(-1, signal.SIGKILL)
+            while True:
+                try:
+                    pid, st, usage = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return result or (0, None)
+                if pid == 0:
+                    break
+                if pid == child:
+                    result = (st, usage)
+        return result
 
-        Armed (before any request exists): join the cgroup, drop every privilege, load
-        Landlock and seccomp. Go (per run): take the run's stdio, rlimits, env and argv,
-        report "running" and close the orders socket, so nothing the program does can be
-        mistaken for, or forge, a message from the trusted side.
-        """
-        cfg = self.cfg
-        try:
-            for fd in cg_fds:
-                os.write(fd, b"0")  # join the run's cgroups (one fd per hierarchy)
-                os.close(fd)
-            os.setsid()
-            os.chdir(cfg["workdir"])
-            uid, gid = cfg["uid"], cfg["gid"]
-            _drop_bounding_set()
-            if not cfg["userns"]:
-                os.setgroups([])
-            os.setresgid(gid, gid, gid)
-            os.setresuid(uid, uid, uid)
-            _clear_capabilities()
-            linux.prctl(linux.PR_SET_DUMPABLE, 1)
-            if self.landlock_abi:
-                landlock.restrict(
-                    self.landlock_abi,
-                    read_paths=["/"],
-                    write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
-                    device_paths=[f"/dev/{d}" for d in rootfs.DEVICES],
-                )
-            if self.filter is not None:
-                self.filter.load()
-            else:
-                linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-            wire.send(orders, {"kind": "armed"})
-            go, fds = wire.recv(orders)
-            if go is None:
-                os._exit(0)
-            os.dup2(fds[0], 0)
-            os.dup2(fds[1], 1)
-            os.dup2(fds[2], 2)
-            keep = orders.fileno()
-            os.closerange(3, keep)
-            os.closerange(keep + 1, 65536)
-            _set_rlimits(go["rlimits"])
-            env = go["env"]
+
+def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) -> None:
+    """X: become the program, in two steps.
+
+    Armed (before any request exists): join the run's cgroup and a new IPC namespace, drop
+    every privilege, load Landlock and seccomp. Go (per run): take the run's stdio, rlimits,
+    env and argv, report "running" and close the orders socket, so nothing the program does
+    can be mistaken for, or forge, a message from the trusted side.
+    """
+    cfg = z.cfg
+    try:
+        for fd in cg_fds:
+            os.write(fd, b"0")  # join the run's cgroups (one fd per hierarchy)
+            os.close(fd)
+        linux.unshare(linux.CLONE_NEWIPC)  # SysV IPC and POSIX queues of this run only
+        os.setsid()
+        os.chdir(cfg["workdir"])
+        uid, gid = cfg["uid"], cfg["gid"]
+        for cap in range(z._cap_last + 1):  # no capability can come back, even through exec
+            linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0)
+        if not cfg["userns"]:
+            os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+        if linux.libc.capset(ctypes.byref(z._cap_hdr), z._cap_data) != 0:  # userns keeps caps
+            raise OSError(ctypes.get_errno(), "capset")
+        linux.prctl(linux.PR_SET_DUMPABLE, 1)
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+        if ruleset >= 0:
+            landlock.restrict_self(ruleset)
+        if z.filter is not None:
+            z.filter.load()
+        wire.send(orders, {"kind": "armed"})
+        go, fds = wire.recv(orders)
+        if go is None:
+            os._exit(0)
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        os.dup2(fds[2], 2)
+        keep = orders.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
+        _set_rlimits(go["rlimits"])
+        env = go["env"]
+        if go["mode"] == "python" and env != os.environ:
             os.environ.clear()
             os.environ.update(env)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                wire.send(orders, {"kind": "error", "message": traceback.format_exc()[-4000:]})
-            os._exit(126)
-        wire.send(orders, {"kind": "running"})
-        orders.close()
-        if go["mode"] == "python":
-            pyrun.run(go["argv"][0], go["argv"], self.base_path)
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        argv = go["argv"]
-        try:
-            os.execve(argv[0], argv, env)
-        except OSError as exc:
-            _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
-            os._exit(127)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            wire.send(orders, {"kind": "error", "message": traceback.format_exc()[-4000:]})
+        os._exit(126)
+    wire.send(orders, {"kind": "running"})
+    orders.close()
+    if go["mode"] == "python":
+        pyrun.run(go["argv"][0], go["argv"], z.base_path)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    argv = go["argv"]
+    try:
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
+        os._exit(127)
 
 
-def _wait_for(child: int) -> tuple[int, Any]:
-    """Reap until ``child`` exits (PID 1 inherits orphans): its wait status and rusage."""
-    while True:
-        try:
-            pid, st, usage = os.wait4(-1, 0)
-        except ChildProcessError:
-            return 0, None
-        if pid == child:
-            return st, usage
-
-
-def _recv_nowait(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    """Last message C3 queued before it exited (the socket is closed by then)."""
+def _last_message(sock: socket.socket) -> dict[str, Any] | None:
+    """The last message X queued before it exited (its end is closed by then)."""
     sock.setblocking(False)
     last: dict[str, Any] | None = None
     try:
@@ -353,7 +438,9 @@ def _recv_nowait(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]
             last = msg
     except (BlockingIOError, OSError, ValueError):
         pass
-    return last, []
+    finally:
+        sock.close()
+    return last
 
 
 def _set_rlimits(lim: dict[str, Any]) -> None:

@@ -1,0 +1,148 @@
+"""Supervisor-side handles on slots, and a pool of ready cgroups."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import select
+import signal
+import socket
+import threading
+
+from ._inside import wire
+from ._zygote import ZygoteProcess
+from .cgroups import CgroupBackend, CgroupLimits, RunCgroup
+
+
+class SlotHandle:
+    """One slot as the supervisor sees it: its init's socket, pidfd and armed cgroup."""
+
+    def __init__(self, sock: socket.socket, zygote: ZygoteProcess) -> None:
+        self.sock = sock
+        self.zygote = zygote
+        self.pidfd: int | None = None
+        self.cg: RunCgroup | None = None
+        self.error = ""
+        self.runs = 0
+
+    def wait_ready(self, timeout: float) -> bool:
+        if self.pidfd is not None:
+            return True
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            self.error = "timed out"
+            return False
+        try:
+            msg, fds = wire.recv(self.sock)
+        except (OSError, ValueError) as exc:
+            self.error = str(exc)
+            return False
+        if msg is None or msg.get("kind") != "ready" or not fds:
+            for fd in fds:
+                os.close(fd)
+            self.error = str((msg or {}).get("message", "sandbox init exited"))
+            return False
+        self.pidfd = fds[0]
+        return True
+
+    def arm(self, cg: RunCgroup | None) -> None:
+        """Have the slot fork its next program process into ``cg`` (asynchronously)."""
+        fds = cg.procs_fds() if cg is not None else []
+        try:
+            wire.send(self.sock, {"op": "arm"}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.cg = cg
+
+    def kill_run(self) -> None:
+        wire.send(self.sock, {"op": "kill"})
+
+    def kill_slot(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.sock.close()
+
+
+class CgroupPool:
+    """Fresh cgroups made ahead of need, and old ones removed, on a background thread.
+
+    Creating and removing a memory cgroup costs the kernel real work; doing it here keeps
+    it off every run's critical path.
+    """
+
+    def __init__(self, backend: CgroupBackend, limits: CgroupLimits, spare: int) -> None:
+        self.backend = backend
+        self.limits = limits
+        self.spare = spare
+        self._ready: collections.deque[RunCgroup] = collections.deque()
+        self._dispose: collections.deque[RunCgroup] = collections.deque()
+        self._cv = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._work, daemon=True, name="assay-cgroups")
+        self._thread.start()
+
+    def get(self) -> RunCgroup:
+        with self._cv:
+            cg = self._ready.popleft() if self._ready else None
+            self._cv.notify()
+        return cg if cg is not None else self.backend.create(self.limits)
+
+    def dispose(self, cg: RunCgroup) -> None:
+        with self._cv:
+            self._dispose.append(cg)
+            self._cv.notify()
+
+    def _work(self) -> None:
+        retry: list[RunCgroup] = []
+        while True:
+            with self._cv:
+                while (
+                    not self._closed
+                    and not self._dispose
+                    and len(self._ready) >= self.spare
+                    and not retry
+                ):
+                    self._cv.wait(1.0)
+                if self._closed:
+                    return
+                todo = list(self._dispose)
+                self._dispose.clear()
+                need = self.spare - len(self._ready)
+            still = []
+            for cg in retry + todo:
+                if not cg.destroy():
+                    cg.kill_all()
+                    if not cg.destroy():
+                        still.append(cg)
+            retry = still
+            for _ in range(max(0, need)):
+                try:
+                    cg = self.backend.create(self.limits)
+                except OSError:
+                    break
+                with self._cv:
+                    self._ready.append(cg)
+            if retry:
+                with self._cv:
+                    self._cv.wait(0.05)
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+        self._thread.join(timeout=5)
+        leftovers = list(self._ready) + list(self._dispose)
+        self._ready.clear()
+        self._dispose.clear()
+        for cg in leftovers:
+            if not cg.destroy():
+                cg.kill_all()
+                cg.destroy()
