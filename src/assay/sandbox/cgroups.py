@@ -87,18 +87,20 @@ def _proc_start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+_sessions = itertools.count()
+
+
 def session_name() -> str:
+    """``s<pid>-<start time>-<n>``: unique per backend, and tells whether its owner lives."""
     pid = os.getpid()
-    return f"s{pid}-{_proc_start_time(pid)}"
+    return f"s{pid}-{_proc_start_time(pid)}-{next(_sessions)}"
 
 
 def _session_is_stale(name: str) -> bool:
-    if not name.startswith("s") or "-" not in name:
+    parts = name[1:].split("-")
+    if not name.startswith("s") or len(parts) < 2 or not parts[0].isdigit():
         return False
-    pid_text, start = name[1:].split("-", 1)
-    if not pid_text.isdigit():
-        return False
-    return _proc_start_time(int(pid_text)) != start
+    return _proc_start_time(int(parts[0])) != parts[1]
 
 
 def _kill_procs(procs_file: str) -> None:

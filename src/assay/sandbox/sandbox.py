@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import json
 import os
 import socket
 import threading
@@ -29,6 +30,26 @@ def _validate_path(field: str, path: str) -> str:
     if not path or path.startswith("/") or norm.startswith("..") or "\x00" in path or norm == ".":
         raise ValidationError(field, f"path {path!r} must be relative and stay inside the work dir")
     return norm
+
+
+def _check_collisions(paths: list[str]) -> None:
+    """Two files at one path, or a file where another needs a directory, cannot be staged."""
+    seen: set[str] = set()
+    for path in paths:
+        if path in seen:
+            raise ValidationError(
+                "files",
+                f"path {path!r} is given twice (it may collide with the program's own file)",
+            )
+        seen.add(path)
+    for path in paths:
+        parent = os.path.dirname(path)
+        while parent:
+            if parent in seen:
+                raise ValidationError(
+                    "files", f"{parent!r} is a file but {path!r} needs it as a directory"
+                )
+            parent = os.path.dirname(parent)
 
 
 class Sandbox:
@@ -191,6 +212,7 @@ class Sandbox:
         if len(req.files) > _MAX_FILES:
             raise ValidationError("files", f"at most {_MAX_FILES} files per run")
         files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
+        _check_collisions([p for p, _, _ in files])
         collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
         last: ExecResult | None = None
         for _attempt in range(defaults.ZYGOTE_RESTARTS):
@@ -228,18 +250,10 @@ class Sandbox:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             own += [out_r, err_r]
-            child_fds = [
-                out_w,
-                err_w,
-                wire.memfd_with(wire.pack_files(files), "files"),
-                _readonly_memfd(req.stdin),
-            ]
-            header = {
-                "op": "run",
+            spec = {
                 "mode": req.mode,
                 "argv": req.argv,
                 "env": req.env,
-                "disk_mb": limits.disk_mb,
                 "collect": collect,
                 "collect_max_bytes": 256 << 20,
                 "rlimits": {
@@ -249,6 +263,15 @@ class Sandbox:
                     "cpu_s": int(limits.time_s) + 2,
                 },
             }
+            # Everything about the run travels in fds the slot's init passes on unread.
+            child_fds = [
+                out_w,
+                err_w,
+                wire.memfd_with(wire.pack_files(files), "files"),
+                _readonly_memfd(req.stdin),
+                wire.memfd_with(json.dumps(spec).encode(), "spec"),
+            ]
+            header = {"op": "run", "disk_mb": limits.disk_mb}
             sup = Supervision(req, cg, self._ncpu)
             try:
                 wire.send(slot.sock, header, child_fds)

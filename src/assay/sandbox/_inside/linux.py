@@ -60,6 +60,10 @@ def unshare(flags: int) -> None:
     _check(libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
+def setns(fd: int, nstype: int) -> None:
+    _check(libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), "setns")
+
+
 def mount(
     src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
 ) -> None:

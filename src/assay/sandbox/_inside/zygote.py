@@ -37,8 +37,9 @@ from typing import Any
 from . import landlock, linux, pyrun, rootfs, seccomp, wire
 
 # fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
-# hierarchy. fds of a run request, sent by the supervisor straight to the slot's init:
-R_STDOUT, R_STDERR, R_FILES, R_STDIN = range(4)
+# hierarchy. fds of a run request, sent by the supervisor to the slot's init, which passes
+# them unread to the run's init: stdout, stderr, files archive, stdin, spec (JSON).
+R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
 CAP_LAST = 63
 RULESET_FD_MIN = 200
 
@@ -188,7 +189,8 @@ class Slot:
         self.max_runs = max_runs
         self.disk_mb = 0
         self.ruleset = -1
-        self.armed: tuple[int, socket.socket] | None = None  # (pid, orders socket)
+        self.armed: tuple[int, socket.socket] | None = None  # (run init pid, its socket)
+        self.pidns_fd = -1
 
     def serve(self) -> None:
         cfg = self.cfg
@@ -244,84 +246,73 @@ class Slot:
             os.close(fd)
 
     def _arm(self, cg_fds: list[int]) -> None:
+        """Fork the next run's init X (PID 1 of a new PID namespace, with its own procfs),
+        whose child arms itself as the program; returns once it is armed."""
         try:
-            if self.armed is not None:  # re-arm: discard the previous program process
+            if self.armed is not None:  # re-arm: discard the previous one
                 os.kill(self.armed[0], signal.SIGKILL)
                 self.armed[1].close()
+                self.armed = None
                 self._reap_all()
-            orders, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            if self.pidns_fd < 0:
+                self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            linux.setns(self.pidns_fd, linux.CLONE_NEWPID)  # undo the previous run's unshare
+            linux.unshare(linux.CLONE_NEWPID)
+            to_init, init_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pid = os.fork()
             if pid == 0:
                 self.status.close()
-                orders.close()
-                _program(self.z, cg_fds, child_end, self.ruleset)
-            child_end.close()
+                to_init.close()
+                _run_init(self.z, cg_fds, init_end, self.ruleset)
+            init_end.close()
             for fd in cg_fds:
                 os.close(fd)
-            msg, _ = wire.recv(orders)
+            msg, _ = wire.recv(to_init)
             if msg is None or msg.get("kind") != "armed":
-                raise RuntimeError((msg or {}).get("message", "program process died while arming"))
-            self.armed = (pid, orders)
+                raise RuntimeError(
+                    (msg or {}).get("message") or "program process died while arming"
+                )
+            self.armed = (pid, to_init)
         except BaseException as exc:
             _report_error(self.status, "arm", exc)
             os._exit(1)
 
     def _run(self, req: dict[str, Any], fds: list[int]) -> None:
-        cfg = self.cfg
+        """Hand the run to the armed init. This process never reads a run's data (every
+        later program is a fork of it): files, stdin and the run's spec stay in fds."""
         try:
             if self.armed is None:
                 raise RuntimeError("run before arm")
-            child, orders = self.armed
+            child, to_init = self.armed
             self.armed = None
             if int(req["disk_mb"]) != self.disk_mb:
                 rootfs.resize_rw(int(req["disk_mb"]))
                 self.disk_mb = int(req["disk_mb"])
-            rootfs.write_files(fds[R_FILES], cfg["workdir"], cfg["uid"], cfg["gid"])
-            go = {k: req[k] for k in ("mode", "argv", "env", "rlimits")}
-            wire.send(orders, {"kind": "go", **go}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR]])
+            wire.send(to_init, {"kind": "go"}, fds)
             for fd in fds:
                 os.close(fd)
             pidfd = os.pidfd_open(child)
         except BaseException as exc:
             _report_error(self.status, "run setup", exc)
             os._exit(1)
-        exit_status, usage = self._supervise(child, pidfd)
+        killed = self._supervise(child, pidfd)
         os.close(pidfd)
-        # Whatever the program left behind in the namespace goes, then its files do.
         with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, signal.SIGKILL)  # the run's namespace died with its init; belt and braces
         self._reap_all()
-        started = _last_message(orders)
-        out_fds: list[int] = []
-        if started is None or started.get("kind") != "running":
-            text = (started or {}).get("message") or "program process died during setup"
-            record: dict[str, Any] = {
-                "kind": "error",
-                "stage": "program setup",
-                "message": str(text)[-2000:],
-            }
-        else:
-            record = {
-                "kind": "exit",
-                "cpu_s": usage.ru_utime + usage.ru_stime if usage else 0.0,
-                "maxrss_bytes": usage.ru_maxrss * 1024 if usage else 0,
-            }
-            if os.WIFSIGNALED(exit_status):
-                record["signal"] = os.WTERMSIG(exit_status)
-            else:
-                record["exit_code"] = os.WEXITSTATUS(exit_status)
-            if req.get("collect"):
-                out_fds.append(
-                    rootfs.collect_files(
-                        req["collect"], cfg["workdir"], int(req["collect_max_bytes"])
-                    )
-                )
+        record, out_fds = _last_message(to_init)
+        if record is None:
+            record = (
+                {"kind": "exit", "signal": int(signal.SIGKILL)}
+                if killed
+                else {"kind": "error", "stage": "run", "message": "the run's init died"}
+            )
         wire.send(self.status, record, out_fds)
         for fd in out_fds:
             os.close(fd)
         try:
             rootfs.drop_rw()
-            self._fresh(cfg["default_disk_mb"])
+            self._fresh(self.cfg["default_disk_mb"])
         except BaseException as exc:
             _report_error(self.status, "slot reset", exc)
             os._exit(1)
@@ -333,10 +324,10 @@ class Slot:
             except ChildProcessError:
                 return
 
-    def _supervise(self, child: int, pidfd: int) -> tuple[int, Any]:
-        """Wait for the program, reaping orphans as an init must, obeying kill orders."""
-        result: tuple[int, Any] | None = None
-        while result is None:
+    def _supervise(self, child: int, pidfd: int) -> bool:
+        """Wait for the run's init, reaping as an init must; True if killed on order."""
+        killed = False
+        while True:
             ready, _, _ = select.select([self.status.fileno(), pidfd], [], [], 0.05)
             if self.status.fileno() in ready:
                 msg, extra = wire.recv(self.status)
@@ -346,18 +337,99 @@ class Slot:
                     os.kill(-1, signal.SIGKILL)
                     os._exit(0)
                 if msg.get("op") == "kill":
+                    killed = True
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(-1, signal.SIGKILL)
             while True:
                 try:
-                    pid, st, usage = os.wait4(-1, os.WNOHANG)
+                    pid, _st = os.waitpid(-1, os.WNOHANG)
                 except ChildProcessError:
-                    return result or (0, None)
+                    return killed
                 if pid == 0:
                     break
                 if pid == child:
-                    result = (st, usage)
-        return result
+                    return killed
+
+
+def _run_init(z: Zygote, cg_fds: list[int], slot: socket.socket, ruleset: int) -> None:
+    """X: PID 1 of one run's PID namespace (root, trusted, lives for this run only).
+
+    Mounts the run's procfs, forks the program process and relays its "armed"; on "go"
+    reads the run's spec, writes its files, hands the program its stdio; then reaps, kills
+    whatever the program left, collects requested files and reports to the slot's init.
+    Its exit ends the namespace.
+    """
+    try:
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+        linux.unshare(linux.CLONE_NEWNS)
+        linux.mount(
+            "proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, "hidepid=2"
+        )
+        orders, program_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        child = os.fork()
+        if child == 0:
+            slot.close()
+            orders.close()
+            _program(z, cg_fds, program_end, ruleset)
+        program_end.close()
+        for fd in cg_fds:
+            os.close(fd)
+        armed, _ = wire.recv(orders)
+        wire.send(slot, armed or {"kind": "error", "message": "program process died while arming"})
+        if armed is None or armed.get("kind") != "armed":
+            os._exit(1)
+        go, fds = wire.recv(slot)
+        if go is None:
+            os._exit(0)
+        spec = json.loads(_read_all(fds[R_SPEC]))
+        cfg = z.cfg
+        rootfs.write_files(fds[R_FILES], cfg["workdir"], cfg["uid"], cfg["gid"])
+        order = {k: spec[k] for k in ("mode", "argv", "env", "rlimits")}
+        wire.send(orders, {"kind": "go", **order}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR]])
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        while True:
+            pid, st, usage = os.wait4(-1, 0)
+            if pid == child:
+                break
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # leftovers, before their files are read
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+        started, _ = _last_message(orders)
+        out_fds: list[int] = []
+        if started is None or started.get("kind") != "running":
+            text = (started or {}).get("message") or "program process died during setup"
+            record: dict[str, Any] = {
+                "kind": "error",
+                "stage": "program setup",
+                "message": str(text)[-2000:],
+            }
+        else:
+            record = {
+                "kind": "exit",
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+                "maxrss_bytes": usage.ru_maxrss * 1024,
+            }
+            if os.WIFSIGNALED(st):
+                record["signal"] = os.WTERMSIG(st)
+            else:
+                record["exit_code"] = os.WEXITSTATUS(st)
+            if spec.get("collect"):
+                out_fds.append(
+                    rootfs.collect_files(
+                        spec["collect"], cfg["workdir"], int(spec["collect_max_bytes"])
+                    )
+                )
+        wire.send(slot, record, out_fds)
+    except BaseException as exc:
+        _report_error(slot, "run init", exc)
+        os._exit(1)
+    os._exit(0)
 
 
 def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) -> None:
@@ -424,23 +496,40 @@ def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) 
         os._exit(127)
 
 
-def _last_message(sock: socket.socket) -> dict[str, Any] | None:
-    """The last message X queued before it exited (its end is closed by then)."""
+def _last_message(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """The last message the peer queued before it exited, and its fds; closes ``sock``."""
     sock.setblocking(False)
     last: dict[str, Any] | None = None
+    last_fds: list[int] = []
     try:
         while True:
             msg, fds = wire.recv(sock)
-            for fd in fds:
-                os.close(fd)
             if msg is None:
                 break
-            last = msg
+            for fd in last_fds:
+                os.close(fd)
+            last, last_fds = msg, fds
     except (BlockingIOError, OSError, ValueError):
         pass
     finally:
         sock.close()
-    return last
+    return last, last_fds
+
+
+def _read_all(fd: int) -> bytes:
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _set_rlimits(lim: dict[str, Any]) -> None:
