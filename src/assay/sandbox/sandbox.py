@@ -209,6 +209,8 @@ class Sandbox:
     # -- running ----------------------------------------------------------------------------
     def execute(self, req: RunRequest) -> ExecResult:
         """Run one request to completion. Never raises for the program's behaviour."""
+        if len(req.pass_fds) > 16:
+            raise ValidationError("pass_fds", "at most 16 extra fds")
         if len(req.files) > _MAX_FILES:
             raise ValidationError("files", f"at most {_MAX_FILES} files per run")
         files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
@@ -274,7 +276,7 @@ class Sandbox:
             header = {"op": "run", "disk_mb": limits.disk_mb}
             sup = Supervision(req, cg, self._ncpu)
             try:
-                wire.send(slot.sock, header, child_fds)
+                wire.send(slot.sock, header, [*child_fds, *req.pass_fds])
             except OSError as exc:
                 return ExecResult(status="sandbox_error", stderr=f"dispatch: {exc}".encode())
             finally:

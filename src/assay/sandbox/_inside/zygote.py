@@ -42,6 +42,7 @@ from . import landlock, linux, pyrun, rootfs, seccomp, wire
 R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
 CAP_LAST = 63
 RULESET_FD_MIN = 200
+HIGH_FD = 1000
 
 
 class _CapHeader(ctypes.Structure):
@@ -385,7 +386,10 @@ def _run_init(z: Zygote, cg_fds: list[int], slot: socket.socket, ruleset: int) -
         cfg = z.cfg
         rootfs.write_files(fds[R_FILES], cfg["workdir"], cfg["uid"], cfg["gid"])
         order = {k: spec[k] for k in ("mode", "argv", "env", "rlimits")}
-        wire.send(orders, {"kind": "go", **order}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR]])
+        extra = fds[R_SPEC + 1 :]
+        wire.send(
+            orders, {"kind": "go", **order}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR], *extra]
+        )
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -467,11 +471,17 @@ def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) 
         go, fds = wire.recv(orders)
         if go is None:
             os._exit(0)
-        os.dup2(fds[0], 0)
-        os.dup2(fds[1], 1)
-        os.dup2(fds[2], 2)
-        keep = orders.fileno()
-        os.closerange(3, keep)
+        # stdin, stdout, stderr, then the caller's extra fds as 3, 4, ... Received fds sit at
+        # low numbers, so park every one (and the orders socket) high before placing them.
+        keep = fcntl.fcntl(orders.fileno(), fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+        parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for fd in fds]
+        for fd in fds:
+            os.close(fd)
+        for target, fd in enumerate(parked):
+            os.dup2(fd, target)  # dup2 clears close-on-exec on the target
+        orders.close()
+        orders = socket.socket(fileno=keep)
+        os.closerange(len(parked), keep)
         os.closerange(keep + 1, 65536)
         _set_rlimits(go["rlimits"])
         env = go["env"]
