@@ -51,7 +51,9 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--runs", type=int, default=300, help="runs per measurement per round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--python", default=defaults.PYTHON_INTERPRETER)
@@ -88,9 +90,19 @@ def main() -> None:
 
         for fn in (sandboxed_py, bare_py, sandboxed_c, bare_c):  # warm caches
             _latencies(fn, 20)
-        rows: dict[str, list[float]] = {k: [] for k in (
-            "py_c1_p50_ms", "py_c1_p95_ms", "bare_c1_p50_ms", "bare_c1_p95_ms",
-            "py_cN_runs_per_s", "bare_cN_runs_per_s", "c_sandbox_p50_ms", "c_bare_p50_ms")}
+        rows: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "py_c1_p50_ms",
+                "py_c1_p95_ms",
+                "bare_c1_p50_ms",
+                "bare_c1_p95_ms",
+                "py_cN_runs_per_s",
+                "bare_cN_runs_per_s",
+                "c_sandbox_p50_ms",
+                "c_bare_p50_ms",
+            )
+        }
         for _ in range(args.rounds):
             lat = _latencies(sandboxed_py, args.runs)
             rows["py_c1_p50_ms"].append(_pct(lat, 0.5))
@@ -116,12 +128,22 @@ def main() -> None:
     }
     print(f"machine: {cores} cores, python {args.python}, {args.rounds} rounds x {args.runs} runs")
     print(f"{'measure':38} {'sandboxed':>10} {'bare':>10}")
-    print(f"{'python print(1) p50 latency, c=1 (ms)':38} {result['py_c1_p50_ms']:>10} {result['bare_c1_p50_ms']:>10}")
-    print(f"{'python print(1) p95 latency, c=1 (ms)':38} {result['py_c1_p95_ms']:>10} {round(med['bare_c1_p95_ms'], 2):>10}")
-    print(f"{f'python print(1) runs/s, c={cores}':38} {result['py_cN_runs_per_s']:>10} {result['bare_cN_runs_per_s']:>10}")
-    print(f"{'C binary p50 latency, c=1 (ms)':38} {round(med['c_sandbox_p50_ms'], 2):>10} {round(med['c_bare_p50_ms'], 2):>10}")
-    print(f"throughput ratio (sandboxed / bare): {result['throughput_ratio']}x; "
-          f"C overhead p50: {result['c_p50_overhead_ms']} ms")
+    print(
+        f"{'python print(1) p50 latency, c=1 (ms)':38} {result['py_c1_p50_ms']:>10} {result['bare_c1_p50_ms']:>10}"
+    )
+    print(
+        f"{'python print(1) p95 latency, c=1 (ms)':38} {result['py_c1_p95_ms']:>10} {round(med['bare_c1_p95_ms'], 2):>10}"
+    )
+    print(
+        f"{f'python print(1) runs/s, c={cores}':38} {result['py_cN_runs_per_s']:>10} {result['bare_cN_runs_per_s']:>10}"
+    )
+    print(
+        f"{'C binary p50 latency, c=1 (ms)':38} {round(med['c_sandbox_p50_ms'], 2):>10} {round(med['c_bare_p50_ms'], 2):>10}"
+    )
+    print(
+        f"throughput ratio (sandboxed / bare): {result['throughput_ratio']}x; "
+        f"C overhead p50: {result['c_p50_overhead_ms']} ms"
+    )
     sys.stdout.write(json.dumps(result) + "\n")
 
 

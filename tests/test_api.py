@@ -35,7 +35,7 @@ def test_traceback_starts_at_program() -> None:
     r = assay.run("def f():\n    raise KeyError('k')\nf()\n")
     assert r.status == "runtime_error"
     text = r.stderr.decode()
-    assert text.startswith("Traceback (most recent call last):\n  File \"/work/main.py\"")
+    assert text.startswith('Traceback (most recent call last):\n  File "/work/main.py"')
     assert "KeyError: 'k'" in text
 
 
@@ -45,9 +45,11 @@ def test_extra_files_visible() -> None:
 
 
 def test_c_and_cpp() -> None:
-    c = assay.run('#include <stdio.h>\nint main(){int a;scanf("%d",&a);printf("%d\\n",a*2);}', "c", "21")
+    c = assay.run(
+        '#include <stdio.h>\nint main(){int a;scanf("%d",&a);printf("%d\\n",a*2);}', "c", "21"
+    )
     assert (c.status, c.stdout) == ("ok", b"42\n")
-    cpp = assay.run("#include <iostream>\nint main(){std::cout<<\"hi\\n\";}", "cpp")
+    cpp = assay.run('#include <iostream>\nint main(){std::cout<<"hi\\n";}', "cpp")
     assert (cpp.status, cpp.stdout) == ("ok", b"hi\n")
 
 
@@ -65,7 +67,11 @@ def test_unknown_language_names_field() -> None:
 
 @pytest.mark.parametrize(
     ("field", "kwargs"),
-    [("limits.time_s", {"time_s": -1}), ("limits.memory_mb", {"memory_mb": 10**9}), ("limits.time_s", {"time_s": float("nan")})],
+    [
+        ("limits.time_s", {"time_s": -1}),
+        ("limits.memory_mb", {"memory_mb": 10**9}),
+        ("limits.time_s", {"time_s": float("nan")}),
+    ],
 )
 def test_limits_validation(field: str, kwargs: dict[str, float]) -> None:
     with pytest.raises(ValidationError) as info:

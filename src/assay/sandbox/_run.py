@@ -21,6 +21,10 @@ Mode = Literal["python", "exec"]
 KillReason = Literal["time", "wall", "output", "cancel"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
+#: How far past the default wall backstop a still-computing program may go.
+WALL_STRETCH = 4.0
+#: CPU share (of one core) that counts as "still computing" at the wall backstop.
+COMPUTING_SHARE = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,12 @@ class Supervision:
         sel.register(slot_sock, selectors.EVENT_READ, "slot")
         finished = False
         next_cpu_check = self.started
+        # The default wall limit is only a backstop against sleepers: a program that is
+        # still computing when it fires (slowed by a busy machine) gets more wall time, up
+        # to WALL_STRETCH times the limit, so load cannot turn into a verdict. An explicit
+        # wall_s is enforced as given.
+        hard_wall = wall_limit if limits.wall_s is not None else wall_limit * WALL_STRETCH
+        last_cpu, last_cpu_at = 0.0, self.started
 
         def stop(reason: KillReason) -> None:
             if self.kill_reason is None:
@@ -115,10 +125,14 @@ class Supervision:
                 now = time.monotonic()
                 if not finished:
                     if self.kill_reason is None:
-                        if now - self.started > wall_limit:
+                        elapsed = now - self.started
+                        if elapsed > wall_limit and (
+                            elapsed > hard_wall or not self._computing(last_cpu, last_cpu_at, now)
+                        ):
                             stop("wall")
                         elif self.cg is not None and now >= next_cpu_check:
                             cpu_used = self.cg.cpu_seconds()
+                            last_cpu, last_cpu_at = cpu_used, now
                             if cpu_used > limits.time_s:
                                 stop("time")
                             # CPU grows at most ncpu seconds per wall second: sleep until
@@ -134,6 +148,8 @@ class Supervision:
                     timeout = 0.1
                 else:
                     timeout = max(0.001, min(next_cpu_check, self.started + wall_limit) - now)
+                    if now - self.started > wall_limit:
+                        timeout = min(timeout, defaults.CPU_POLL_MAX_S)
                 events = sel.select(timeout)
                 if not events and finished and time.monotonic() - self.started > wall_limit + 30:
                     self.error = self.error or "output pipes stayed open after the run ended"
@@ -158,6 +174,16 @@ class Supervision:
         finally:
             sel.close()
         return self._result()
+
+    def _computing(self, last_cpu: float, last_at: float, now: float) -> bool:
+        """Whether the program used a meaningful share of a CPU since the last sample."""
+        if self.cg is None or now - last_at > 1.0:
+            return False
+        try:
+            cpu = self.cg.cpu_seconds()
+        except (OSError, ValueError):
+            return False
+        return (cpu - last_cpu) >= COMPUTING_SHARE * max(now - last_at, 0.001)
 
     def _on_slot_message(self, sock: socket.socket) -> bool:
         """Handle one message from the slot's init; True when the run is over."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import json
 import os
 import select
 import socket
@@ -53,7 +52,6 @@ class ZygoteProcess:
                     "-c",
                     _BOOT,
                     _INSIDE_PARENT,
-                    json.dumps(cfg),
                     str(child.fileno()),
                 ],
                 env=env,
@@ -72,6 +70,7 @@ class ZygoteProcess:
             ) from exc
         child.close()
         self.sock = parent
+        wire.send(parent, cfg)  # the configuration is the first message
         threading.Thread(target=self._drain_stderr, daemon=True, name="assay-zygote-stderr").start()
         self.info = self._handshake()
 

@@ -216,18 +216,13 @@ class Sandbox:
         files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
         _check_collisions([p for p, _, _ in files])
         collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
-        last: ExecResult | None = None
-        for _attempt in range(defaults.ZYGOTE_RESTARTS):
-            try:
-                slot = self._acquire()
-            except SandboxError as exc:
-                return ExecResult(status="sandbox_error", stderr=str(exc).encode())
-            result = self._run_in(slot, req, files, collect)
-            if result.status != "sandbox_error" or slot.zygote.alive:
-                return result
-            last = result  # the fork server died under us: a new one gets a new try
-        assert last is not None
-        return last
+        try:
+            slot = self._acquire()
+        except SandboxError as exc:
+            return ExecResult(status="sandbox_error", stderr=str(exc).encode())
+        # No silent re-run here: a run whose sandbox failed under it is reported as
+        # sandbox_error (our fault); retrying is the scheduler's decision.
+        return self._run_in(slot, req, files, collect)
 
     async def execute_async(self, req: RunRequest) -> ExecResult:
         return await asyncio.to_thread(self.execute, req)

@@ -569,9 +569,11 @@ def _report_error(status: socket.socket, stage: str, exc: BaseException) -> None
 
 
 def main() -> None:
-    cfg = json.loads(sys.argv[1])
-    ctl = socket.socket(fileno=int(sys.argv[2]))
+    ctl = socket.socket(fileno=int(sys.argv[1]))
     os.set_inheritable(ctl.fileno(), False)
+    cfg, _ = wire.recv(ctl)
+    if cfg is None:
+        os._exit(1)
     zyg = Zygote(cfg, ctl)
     try:
         info = zyg.prepare()

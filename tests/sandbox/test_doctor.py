@@ -1,0 +1,76 @@
+"""``probe_host`` (what ``assay doctor`` shows) and the refusal to run without a mandatory control."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import assay
+from assay import InsecureHostError, Runner, Sandbox, SandboxConfig, probe_host
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="this host's full report needs root")
+
+
+def test_this_host_offers_every_mandatory_control() -> None:
+    report = probe_host()
+    assert report.missing_mandatory() == []
+    assert report.root is True
+    assert set(report.namespaces) == {"mount", "pid", "network", "ipc", "uts"}
+    assert all(report.namespaces.values()), report.namespaces
+    assert report.cgroup_version in ("v1", "v2")
+    for controller in ("memory", "pids", "cpu"):
+        assert report.cgroup_controllers.get(controller) is True, report.cgroup_controllers
+    assert report.seccomp is True
+    assert "libseccomp=" in report.seccomp_detail
+    assert report.python_ok is True
+    d = report.to_dict()
+    assert d["seccomp"] is True and d["namespaces"] == report.namespaces
+
+
+def test_cgroup_v1_reported_on_this_host() -> None:
+    with open("/proc/self/mountinfo") as fh:
+        v1 = any(" - cgroup " in line for line in fh)
+    if not v1:
+        pytest.skip("not a cgroup v1 host")
+    assert probe_host().cgroup_version == "v1"
+
+
+def test_seccomp_disabled_is_reported_missing() -> None:
+    report = probe_host(SandboxConfig(seccomp=False))
+    assert report.seccomp is False
+    assert report.missing_mandatory() == ["seccomp"]
+    assert "disabled by config" in report.seccomp_detail
+
+
+def test_sandbox_refuses_without_seccomp() -> None:
+    with pytest.raises(InsecureHostError) as info:
+        Sandbox(SandboxConfig(seccomp=False))
+    assert info.value.missing == ["seccomp"]
+    assert "seccomp" in str(info.value)
+    assert isinstance(info.value, assay.ConfigError)
+
+
+def test_missing_interpreter_is_reported() -> None:
+    report = probe_host(SandboxConfig(python="/nonexistent/python3"))
+    assert report.python_ok is False
+    assert any("/nonexistent/python3" in note for note in report.notes)
+
+
+def test_insecure_opt_out_runs_and_is_flagged() -> None:
+    sandbox = Sandbox(SandboxConfig(seccomp=False, insecure=True))
+    with Runner(sandbox=sandbox) as runner:
+        assert runner.sandbox.insecure is True
+        r = runner.run(
+            "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])"
+        )
+        assert r.status == "ok", r
+        assert r.stdout == b"0\n"  # really without the filter: the opt-out is not cosmetic
+
+
+def test_secure_sandbox_is_not_flagged(runner: Runner) -> None:
+    assert runner.sandbox.insecure is False
+    r = runner.run(
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])"
+    )
+    assert (r.status, r.stdout) == ("ok", b"2\n")

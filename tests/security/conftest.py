@@ -1,0 +1,165 @@
+"""Host-side probes shared by the exploit regression tests.
+
+Each test in this directory attacks the sandbox for real and then looks at the *host* to
+decide whether the attack worked. The helpers here are those host views: which processes of
+the sandbox uid exist, and whether any process of a given run is still alive.
+
+A run's processes are recognised by a tag: the program names itself (``prctl(PR_SET_NAME)``,
+the ``comm`` the host sees in ``/proc/<pid>/comm``) with a tag unique to the test, and every
+process it forks inherits that name. Namespace inode numbers would not do: the kernel reuses
+them as soon as a namespace is freed, so the next run may get the very same number.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from assay import Runner, Sandbox, defaults
+
+SANDBOX_UID = defaults.SANDBOX_UID
+_ZYGOTE_MARK = "from _inside import zygote"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def host_processes() -> dict[int, tuple[int, int]]:
+    """``pid -> (uid, ppid)`` of every process on the host, as ``ps -eo uid,pid,ppid`` sees it."""
+    out = subprocess.run(
+        ["ps", "-eo", "uid=,pid=,ppid="], capture_output=True, text=True, check=True
+    ).stdout
+    procs: dict[int, tuple[int, int]] = {}
+    for line in out.splitlines():
+        uid, pid, ppid = (int(x) for x in line.split())
+        procs[pid] = (uid, ppid)
+    return procs
+
+
+def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
+    """Host processes of the sandbox uid, except those under *another* pool's fork server.
+
+    Other pools (the session-wide ``runner`` fixture, parallel test workers) legitimately keep
+    armed, idle program processes running as uid 65534 under their own fork server; they are
+    left out. Everything else of that uid is listed: anything under ``own_zygote`` and anything
+    re-parented away from every fork server.
+    """
+    procs = host_processes()
+    marked = {pid for pid in procs if _ZYGOTE_MARK in _cmdline(pid)}
+    # A fork server is a root process carrying the mark whose parent does not: its forks
+    # (slot inits, Python programs) carry the same command line.
+    foreign = {
+        pid
+        for pid in marked
+        if pid != own_zygote and procs[pid][0] == 0 and procs[pid][1] not in marked
+    }
+    found = []
+    for pid, (uid, _ppid) in procs.items():
+        if uid != SANDBOX_UID:
+            continue
+        cur, under_foreign = pid, False
+        for _ in range(64):  # walk up to the host's init
+            parent = procs.get(cur, (0, 0))[1]
+            if parent in foreign:
+                under_foreign = True
+                break
+            if parent <= 1:
+                break
+            cur = parent
+        if not under_foreign:
+            found.append(pid)
+    return found
+
+
+def new_tag() -> str:
+    """A process name unique to one test run (``comm`` holds at most 15 characters)."""
+    return f"asy-{uuid.uuid4().hex[:11]}"
+
+
+def tagged(code: str, tag: str) -> str:
+    """``code`` preceded by a line naming the process ``tag`` (inherited by its forks)."""
+    return (
+        f"import ctypes as _c; _c.CDLL(None).prctl(15, {tag.encode()!r}, 0, 0, 0); del _c\n" + code
+    )
+
+
+def processes_named(tag: str) -> list[int]:
+    """Host pids whose ``comm`` is ``tag``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as fh:
+                if fh.read().strip() == tag:
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def leftovers(runner: Runner, tag: str) -> list[str]:
+    """Processes a finished run left on the host; ``[]`` when the run is entirely gone.
+
+    Any process carrying the run's tag counts, and so does any process of the sandbox uid of
+    this pool beyond its idle, armed program processes (one per idle slot): with
+    ``pool_size=0`` that is every process of uid 65534.
+    """
+    sandbox = runner.sandbox
+    tagged_pids = processes_named(tag)
+    found = [f"pid {pid} of the run is still alive" for pid in tagged_pids]
+    others = [pid for pid in sandbox_uid_processes(sandbox.zygote_pid) if pid not in tagged_pids]
+    if len(others) > sandbox.pool_size:
+        found += [f"pid {pid} runs as uid {SANDBOX_UID}: {_cmdline(pid)[:80]!r}" for pid in others]
+    return found
+
+
+class HostView:
+    """The host-side probes, handed to tests as the ``host`` fixture."""
+
+    processes = staticmethod(host_processes)
+    sandbox_uid_processes = staticmethod(sandbox_uid_processes)
+    new_tag = staticmethod(new_tag)
+    tagged = staticmethod(tagged)
+    processes_named = staticmethod(processes_named)
+    leftovers = staticmethod(leftovers)
+
+
+@pytest.fixture
+def host() -> HostView:
+    return HostView()
+
+
+@pytest.fixture(scope="session")
+def no_idle_runner() -> Iterator[Runner]:
+    """A private pool that keeps no idle slot: once a run returns it owns no process at all,
+    so any process of the sandbox uid is a survivor.
+
+    Session-scoped, like the shared ``runner``: one fork server for the whole session.
+    """
+    with Runner(Sandbox(pool_size=0)) as runner:
+        yield runner
+
+
+@pytest.fixture(scope="session")
+def one_slot_runner() -> Iterator[Runner]:
+    """A private pool of exactly one slot: consecutive runs reuse the same namespaces (the
+    production case), so anything a run leaves behind would meet the next program."""
+    with Runner(Sandbox(pool_size=1)) as runner:
+        yield runner
+
+
+@pytest.fixture(params=["no_idle_runner", "one_slot_runner"], ids=["no-idle-slot", "reused-slot"])
+def pool_runner(request: pytest.FixtureRequest) -> Runner:
+    """Each of the two private pools above, in turn."""
+    runner: Runner = request.getfixturevalue(request.param)
+    return runner
