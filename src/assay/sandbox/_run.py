@@ -86,13 +86,16 @@ class Supervision:
         self.exit_record: dict[str, Any] | None = None
         self.error: str | None = None
         self.collected: dict[str, bytes] = {}
+        self.running = False
+        self.setup_error = ""
         cap = req.limits.output_bytes
         self.out = _Capture(cap)
         self.err = _Capture(cap)
 
     def wait(
         self,
-        slot_sock: socket.socket,
+        req_sock: socket.socket,
+        rep_sock: socket.socket,
         out_fd: int,
         err_fd: int,
         kill: Callable[[], None],
@@ -103,7 +106,8 @@ class Supervision:
         sel = selectors.DefaultSelector()
         sel.register(out_fd, selectors.EVENT_READ, self.out)
         sel.register(err_fd, selectors.EVENT_READ, self.err)
-        sel.register(slot_sock, selectors.EVENT_READ, "slot")
+        sel.register(req_sock, selectors.EVENT_READ, "program")
+        sel.register(rep_sock, selectors.EVENT_READ, "init")
         finished = False
         next_cpu_check = self.started
         # The default wall limit is only a backstop against sleepers: a program that is
@@ -155,10 +159,14 @@ class Supervision:
                     self.error = self.error or "output pipes stayed open after the run ended"
                     break
                 for key, _ in events:
-                    if key.data == "slot":
-                        if self._on_slot_message(slot_sock):
+                    if key.data == "program":
+                        if self._on_program_message(req_sock):
+                            sel.unregister(req_sock)
+                        continue
+                    if key.data == "init":
+                        if self._on_slot_message(rep_sock):
                             finished = True
-                            sel.unregister(slot_sock)
+                            sel.unregister(rep_sock)
                         continue
                     capture: _Capture = key.data
                     try:
@@ -185,6 +193,22 @@ class Supervision:
             return False
         return (cpu - last_cpu) >= COMPUTING_SHARE * max(now - last_at, 0.001)
 
+    def _on_program_message(self, sock: socket.socket) -> bool:
+        """The program process's last words before it runs untrusted code; True at EOF."""
+        try:
+            msg, fds = wire.recv(sock)
+        except (OSError, ValueError):
+            return True
+        for fd in fds:
+            os.close(fd)
+        if msg is None:
+            return True
+        if msg.get("kind") == "running":
+            self.running = True
+        elif msg.get("kind") == "error" and not self.running:
+            self.setup_error = str(msg.get("message", ""))
+        return False
+
     def _on_slot_message(self, sock: socket.socket) -> bool:
         """Handle one message from the slot's init; True when the run is over."""
         try:
@@ -193,7 +217,7 @@ class Supervision:
             self.error = f"slot channel: {exc}"
             return True
         if msg is None:
-            if not self.hard_killed:
+            if self.kill_reason is None:
                 self.error = "the sandbox's init died"
             return True
         kind = msg.get("kind")
@@ -226,8 +250,13 @@ class Supervision:
         else:
             cpu = float(rec.get("cpu_s", 0.0))
             peak = int(rec.get("maxrss_bytes", 0))
+        if rec and not self.running and self.kill_reason is None and self.error is None:
+            # The program process died before it took over: setup failed, our fault.
+            self.error = f"program setup failed: {self.setup_error or 'process died'}"
         exit_code = rec.get("exit_code")
         sig = rec.get("signal")
+        if not rec and self.kill_reason is not None:
+            sig = int(signal.SIGKILL)  # we killed it before it could report
         status = self._status(rec, cpu, oom, sig, exit_code)
         return ExecResult(
             status=status,

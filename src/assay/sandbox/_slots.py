@@ -23,6 +23,8 @@ class SlotHandle:
         self.zygote = zygote
         self.pidfd: int | None = None
         self.cg: RunCgroup | None = None
+        self.req_sock: socket.socket | None = None  # to the armed program process
+        self.rep_sock: socket.socket | None = None  # from the run's init (exit record)
         self.error = ""
         self.runs = 0
 
@@ -46,6 +48,59 @@ class SlotHandle:
         self.pidfd = fds[0]
         return True
 
+    def wait_armed(self, timeout: float) -> bool:
+        """Receive the armed run's channels from the slot's init, then the program process's
+        own "armed"; afterwards the run flows without the slot's init."""
+        if self.req_sock is not None:
+            return True
+        msg, fds = self._recv(self.sock, timeout)
+        if msg is None or msg.get("kind") != "armed" or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            self.error = self.error or str((msg or {}).get("message", "sandbox init exited"))
+            return False
+        self.req_sock = socket.socket(fileno=fds[0])
+        self.rep_sock = socket.socket(fileno=fds[1])
+        armed, extra = self._recv(self.req_sock, timeout)
+        for fd in extra:
+            os.close(fd)
+        if armed is None or armed.get("kind") != "armed":
+            self.error = self.error or str(
+                (armed or {}).get("message", "program process died while arming")
+            )
+            return False
+        return True
+
+    def resize(self, disk_mb: int, timeout: float) -> bool:
+        """Ask the slot's init to resize the armed run's tmpfs (a non-default ``disk_mb``)."""
+        wire.send(self.sock, {"op": "resize", "disk_mb": disk_mb})
+        msg, fds = self._recv(self.sock, timeout)
+        for fd in fds:
+            os.close(fd)
+        if msg is None or msg.get("kind") != "resized":
+            self.error = str((msg or {}).get("message", "resize failed"))
+            return False
+        return True
+
+    def _recv(
+        self, sock: socket.socket, timeout: float
+    ) -> tuple[dict[str, object] | None, list[int]]:
+        ready, _, _ = select.select([sock], [], [], timeout)
+        if not ready:
+            self.error = "timed out"
+            return None, []
+        try:
+            return wire.recv(sock)
+        except (OSError, ValueError) as exc:
+            self.error = str(exc)
+            return None, []
+
+    def end_run(self) -> None:
+        for sock in (self.req_sock, self.rep_sock):
+            if sock is not None:
+                sock.close()
+        self.req_sock = self.rep_sock = None
+
     def arm(self, cg: RunCgroup | None) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
         fds = cg.procs_fds() if cg is not None else []
@@ -65,6 +120,7 @@ class SlotHandle:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
 
     def close(self) -> None:
+        self.end_run()
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None

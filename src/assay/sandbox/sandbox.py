@@ -166,7 +166,9 @@ class Sandbox:
                 except (SandboxError, OSError) as exc:
                     error = str(exc)
                     continue
-            if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
+            if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S) and slot.wait_armed(
+                defaults.ZYGOTE_START_TIMEOUT_S
+            ):
                 return slot
             error = slot.error
             self._retire(slot)
@@ -268,10 +270,17 @@ class Sandbox:
                 _readonly_memfd(req.stdin),
                 wire.memfd_with(json.dumps(spec).encode(), "spec"),
             ]
-            header = {"op": "run", "disk_mb": limits.disk_mb}
+            header = {"op": "run"}
             sup = Supervision(req, cg, self._ncpu)
+            assert slot.req_sock is not None and slot.rep_sock is not None
+            if limits.disk_mb != defaults.DEFAULT_DISK_MB and not slot.resize(
+                limits.disk_mb, defaults.ZYGOTE_START_TIMEOUT_S
+            ):
+                for fd in child_fds:
+                    os.close(fd)
+                return ExecResult(status="sandbox_error", stderr=f"resize: {slot.error}".encode())
             try:
-                wire.send(slot.sock, header, [*child_fds, *req.pass_fds])
+                wire.send(slot.req_sock, header, [*child_fds, *req.pass_fds])
             except OSError as exc:
                 return ExecResult(status="sandbox_error", stderr=f"dispatch: {exc}".encode())
             finally:
@@ -279,8 +288,13 @@ class Sandbox:
                     os.close(fd)
             for fd in (out_r, err_r):
                 os.set_blocking(fd, False)
-            result = sup.wait(slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot)
-            reusable = sup.exit_record is not None and not sup.hard_killed
+            result = sup.wait(
+                slot.req_sock, slot.rep_sock, out_r, err_r, slot.kill_run, slot.kill_slot
+            )
+            # After a kill order the slot's init has cleaned up; only a destroyed slot is lost.
+            reusable = not sup.hard_killed and (
+                sup.exit_record is not None or sup.kill_reason is not None
+            )
             return result
         finally:
             for fd in own:
@@ -289,6 +303,7 @@ class Sandbox:
             if cg is not None and self._cg_pool is not None:
                 self._cg_pool.dispose(cg)
             slot.cg = None
+            slot.end_run()
             self._release(slot, reusable)
 
 

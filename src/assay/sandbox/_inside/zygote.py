@@ -37,8 +37,8 @@ from typing import Any
 from . import landlock, linux, pyrun, rootfs, seccomp, wire
 
 # fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
-# hierarchy. fds of a run request, sent by the supervisor to the slot's init, which passes
-# them unread to the run's init: stdout, stderr, files archive, stdin, spec (JSON).
+# hierarchy. fds of a run request, sent by the supervisor straight to the armed program
+# process: stdout, stderr, files archive, stdin, spec (JSON), then the caller's extra fds.
 R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
 CAP_LAST = 63
 RULESET_FD_MIN = 200
@@ -106,6 +106,7 @@ class Zygote:
                 pass
         gc.collect()
         gc.freeze()  # keep forked children from dirtying the template's pages
+        gc.disable()  # collections in forked children would touch (copy) shared pages
         return info
 
     # -- main loop --------------------------------------------------------------------------
@@ -175,12 +176,13 @@ class Zygote:
 
 
 class Slot:
-    """S: PID 1 of a slot. Trusted; one program at a time, cleaned up after each.
+    """S: PID 1 of a slot. Trusted; one run at a time; never touches a run's data.
 
-    Between runs S mounts the next run's tmpfs, builds its Landlock ruleset and forks the
-    next program process X, which joins the cgroup the supervisor sent and drops every
-    privilege ("armed"), then waits. A run then only costs writing its files and handing X
-    its stdio: no fork, mount or privilege change is on the critical path.
+    On "arm" S mounts nothing new (the run's tmpfs is already there), enters a fresh PID
+    namespace for its next child and forks the run's init X, which forks the program process
+    and has it drop every privilege ("armed"). S hands the supervisor X's socket: the run
+    itself then flows between the supervisor and X, with S off the critical path. When X
+    exits, S kills anything left, detaches the run's tmpfs and mounts the next one.
     """
 
     def __init__(self, zygote: Zygote, status: socket.socket, max_runs: int) -> None:
@@ -188,10 +190,9 @@ class Slot:
         self.cfg = zygote.cfg
         self.status = status
         self.max_runs = max_runs
-        self.disk_mb = 0
         self.ruleset = -1
-        self.armed: tuple[int, socket.socket] | None = None  # (run init pid, its socket)
         self.pidns_fd = -1
+        self.pending: tuple[dict[str, Any], list[int]] | None = None
 
     def serve(self) -> None:
         cfg = self.cfg
@@ -201,6 +202,7 @@ class Slot:
             rootfs.enter(cfg["root"])
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
+            self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             self._fresh(cfg["default_disk_mb"])
             pidfd = os.pidfd_open(os.getpid())
             wire.send(self.status, {"kind": "ready"}, [pidfd])
@@ -208,20 +210,20 @@ class Slot:
         except BaseException as exc:
             _report_error(self.status, "slot setup", exc)
             os._exit(1)
-        runs = 0
-        while runs < self.max_runs:
-            req, fds = wire.recv(self.status)
-            if req is None:
-                os._exit(0)
-            op = req.get("op")
-            if op == "arm":
-                self._arm(fds)
-            elif op == "run":
-                self._run(req, fds)
-                runs += 1
-            else:
-                for fd in fds:
+        for _ in range(self.max_runs):
+            while True:
+                req: dict[str, Any] | None
+                if self.pending is not None:
+                    (req, fds), self.pending = self.pending, None
+                else:
+                    req, fds = wire.recv(self.status)
+                if req is None:
+                    os._exit(0)
+                if req.get("op") == "arm":
+                    break
+                for fd in fds:  # a late kill order for a run that is already over
                     os.close(fd)
+            self._arm_and_wait(fds)
         os._exit(0)
 
     def _fresh(self, disk_mb: int) -> None:
@@ -231,7 +233,6 @@ class Slot:
         ruleset is rebuilt for each tmpfs (between runs, off the critical path).
         """
         rootfs.fresh_rw(disk_mb, self.cfg["uid"], self.cfg["gid"])
-        self.disk_mb = disk_mb
         abi = self.z.landlock_abi
         if abi:
             if self.ruleset >= 0:
@@ -246,71 +247,35 @@ class Slot:
             self.ruleset = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
             os.close(fd)
 
-    def _arm(self, cg_fds: list[int]) -> None:
-        """Fork the next run's init X (PID 1 of a new PID namespace, with its own procfs),
-        whose child arms itself as the program; returns once it is armed."""
+    def _arm_and_wait(self, cg_fds: list[int]) -> None:
         try:
-            if self.armed is not None:  # re-arm: discard the previous one
-                os.kill(self.armed[0], signal.SIGKILL)
-                self.armed[1].close()
-                self.armed = None
-                self._reap_all()
-            if self.pidns_fd < 0:
-                self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             linux.setns(self.pidns_fd, linux.CLONE_NEWPID)  # undo the previous run's unshare
             linux.unshare(linux.CLONE_NEWPID)
-            to_init, init_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            req_sup, req_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            rep_sup, rep_init = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pid = os.fork()
             if pid == 0:
                 self.status.close()
-                to_init.close()
-                _run_init(self.z, cg_fds, init_end, self.ruleset)
-            init_end.close()
+                req_sup.close()
+                rep_sup.close()
+                _run_init(self.z, cg_fds, req_prog, rep_init, self.ruleset)
+            req_prog.close()
+            rep_init.close()
             for fd in cg_fds:
                 os.close(fd)
-            msg, _ = wire.recv(to_init)
-            if msg is None or msg.get("kind") != "armed":
-                raise RuntimeError(
-                    (msg or {}).get("message") or "program process died while arming"
-                )
-            self.armed = (pid, to_init)
+            pidfd = os.pidfd_open(pid)
+            # The run flows between the supervisor and the run's processes from here on.
+            wire.send(self.status, {"kind": "armed"}, [req_sup.fileno(), rep_sup.fileno()])
+            req_sup.close()
+            rep_sup.close()
         except BaseException as exc:
             _report_error(self.status, "arm", exc)
             os._exit(1)
-
-    def _run(self, req: dict[str, Any], fds: list[int]) -> None:
-        """Hand the run to the armed init. This process never reads a run's data (every
-        later program is a fork of it): files, stdin and the run's spec stay in fds."""
-        try:
-            if self.armed is None:
-                raise RuntimeError("run before arm")
-            child, to_init = self.armed
-            self.armed = None
-            if int(req["disk_mb"]) != self.disk_mb:
-                rootfs.resize_rw(int(req["disk_mb"]))
-                self.disk_mb = int(req["disk_mb"])
-            wire.send(to_init, {"kind": "go"}, fds)
-            for fd in fds:
-                os.close(fd)
-            pidfd = os.pidfd_open(child)
-        except BaseException as exc:
-            _report_error(self.status, "run setup", exc)
-            os._exit(1)
-        killed = self._supervise(child, pidfd)
+        self._wait_run(pid, pidfd)
         os.close(pidfd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)  # the run's namespace died with its init; belt and braces
         self._reap_all()
-        record, out_fds = _last_message(to_init)
-        if record is None:
-            record = (
-                {"kind": "exit", "signal": int(signal.SIGKILL)}
-                if killed
-                else {"kind": "error", "stage": "run", "message": "the run's init died"}
-            )
-        wire.send(self.status, record, out_fds)
-        for fd in out_fds:
-            os.close(fd)
         try:
             rootfs.drop_rw()
             self._fresh(self.cfg["default_disk_mb"])
@@ -325,40 +290,45 @@ class Slot:
             except ChildProcessError:
                 return
 
-    def _supervise(self, child: int, pidfd: int) -> bool:
-        """Wait for the run's init, reaping as an init must; True if killed on order."""
-        killed = False
+    def _wait_run(self, child: int, pidfd: int) -> None:
+        """Wait for the run's init to exit, obeying kill orders from the supervisor."""
         while True:
-            ready, _, _ = select.select([self.status.fileno(), pidfd], [], [], 0.05)
-            if self.status.fileno() in ready:
-                msg, extra = wire.recv(self.status)
+            ready, _, _ = select.select([self.status.fileno(), pidfd], [], [])
+            if pidfd in ready:
+                return
+            msg, extra = wire.recv(self.status)
+            if msg is None:  # supervisor gone: take everything down
+                os.kill(-1, signal.SIGKILL)
+                os._exit(0)
+            if msg.get("op") == "kill":
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)
                 for fd in extra:
                     os.close(fd)
-                if msg is None:  # supervisor gone: take everything down
-                    os.kill(-1, signal.SIGKILL)
-                    os._exit(0)
-                if msg.get("op") == "kill":
-                    killed = True
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(-1, signal.SIGKILL)
-            while True:
+            elif msg.get("op") == "resize":
                 try:
-                    pid, _st = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    return killed
-                if pid == 0:
-                    break
-                if pid == child:
-                    return killed
+                    rootfs.resize_rw(int(msg["disk_mb"]))
+                    wire.send(self.status, {"kind": "resized"})
+                except BaseException as exc:
+                    wire.send(
+                        self.status, {"kind": "error", "stage": "resize", "message": str(exc)}
+                    )
+            elif self.pending is None:
+                self.pending = (msg, extra)  # the next arm order, sent as this run ended
+            else:
+                for fd in extra:
+                    os.close(fd)
 
 
-def _run_init(z: Zygote, cg_fds: list[int], slot: socket.socket, ruleset: int) -> None:
+def _run_init(
+    z: Zygote, cg_fds: list[int], req: socket.socket, rep: socket.socket, ruleset: int
+) -> None:
     """X: PID 1 of one run's PID namespace (root, trusted, lives for this run only).
 
-    Mounts the run's procfs, forks the program process and relays its "armed"; on "go"
-    reads the run's spec, writes its files, hands the program its stdio; then reaps, kills
-    whatever the program left, collects requested files and reports to the slot's init.
-    Its exit ends the namespace.
+    Mounts the run's procfs and forks the program process; then only waits, so it stays
+    cheap. When the program exits it kills whatever the program left, collects the files
+    the supervisor asked for (the list arrives on a pipe the program process closes before
+    any untrusted byte runs), reports the wait status, and exits, ending the namespace.
     """
     try:
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -366,33 +336,16 @@ def _run_init(z: Zygote, cg_fds: list[int], slot: socket.socket, ruleset: int) -
         linux.mount(
             "proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, "hidepid=2"
         )
-        orders, program_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        collect_r, collect_w = os.pipe()
         child = os.fork()
         if child == 0:
-            slot.close()
-            orders.close()
-            _program(z, cg_fds, program_end, ruleset)
-        program_end.close()
+            rep.close()
+            os.close(collect_r)
+            _program(z, cg_fds, req, collect_w, ruleset)
+        req.close()
+        os.close(collect_w)
         for fd in cg_fds:
             os.close(fd)
-        armed, _ = wire.recv(orders)
-        wire.send(slot, armed or {"kind": "error", "message": "program process died while arming"})
-        if armed is None or armed.get("kind") != "armed":
-            os._exit(1)
-        go, fds = wire.recv(slot)
-        if go is None:
-            os._exit(0)
-        spec = json.loads(_read_all(fds[R_SPEC]))
-        cfg = z.cfg
-        rootfs.write_files(fds[R_FILES], cfg["workdir"], cfg["uid"], cfg["gid"])
-        order = {k: spec[k] for k in ("mode", "argv", "env", "rlimits")}
-        extra = fds[R_SPEC + 1 :]
-        wire.send(
-            orders, {"kind": "go", **order}, [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR], *extra]
-        )
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
         while True:
             pid, st, usage = os.wait4(-1, 0)
             if pid == child:
@@ -404,45 +357,39 @@ def _run_init(z: Zygote, cg_fds: list[int], slot: socket.socket, ruleset: int) -
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-        started, _ = _last_message(orders)
-        out_fds: list[int] = []
-        if started is None or started.get("kind") != "running":
-            text = (started or {}).get("message") or "program process died during setup"
-            record: dict[str, Any] = {
-                "kind": "error",
-                "stage": "program setup",
-                "message": str(text)[-2000:],
-            }
+        record: dict[str, Any] = {
+            "kind": "exit",
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_bytes": usage.ru_maxrss * 1024,
+        }
+        if os.WIFSIGNALED(st):
+            record["signal"] = os.WTERMSIG(st)
         else:
-            record = {
-                "kind": "exit",
-                "cpu_s": usage.ru_utime + usage.ru_stime,
-                "maxrss_bytes": usage.ru_maxrss * 1024,
-            }
-            if os.WIFSIGNALED(st):
-                record["signal"] = os.WTERMSIG(st)
-            else:
-                record["exit_code"] = os.WEXITSTATUS(st)
-            if spec.get("collect"):
-                out_fds.append(
-                    rootfs.collect_files(
-                        spec["collect"], cfg["workdir"], int(spec["collect_max_bytes"])
-                    )
-                )
-        wire.send(slot, record, out_fds)
+            record["exit_code"] = os.WEXITSTATUS(st)
+        out_fds: list[int] = []
+        wanted = _read_all(collect_r)
+        if wanted:
+            collect = json.loads(wanted)
+            out_fds.append(
+                rootfs.collect_files(collect["paths"], z.cfg["workdir"], int(collect["max_bytes"]))
+            )
+        wire.send(rep, record, out_fds)
     except BaseException as exc:
-        _report_error(slot, "run init", exc)
+        _report_error(rep, "run init", exc)
         os._exit(1)
     os._exit(0)
 
 
-def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) -> None:
-    """X: become the program, in two steps.
+def _program(
+    z: Zygote, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
+) -> None:
+    """The program process, in two steps.
 
     Armed (before any request exists): join the run's cgroup and a new IPC namespace, drop
-    every privilege, load Landlock and seccomp. Go (per run): take the run's stdio, rlimits,
-    env and argv, report "running" and close the orders socket, so nothing the program does
-    can be mistaken for, or forge, a message from the trusted side.
+    every privilege, load Landlock and seccomp, report "armed" to the supervisor. Run: take
+    the request straight from the supervisor, write the input files (as the sandbox user),
+    take stdio, rlimits, env and argv, report "running", and close every channel, so nothing
+    the program does can be mistaken for, or forge, a message from the trusted side.
     """
     cfg = z.cfg
     try:
@@ -467,63 +414,52 @@ def _program(z: Zygote, cg_fds: list[int], orders: socket.socket, ruleset: int) 
             landlock.restrict_self(ruleset)
         if z.filter is not None:
             z.filter.load()
-        wire.send(orders, {"kind": "armed"})
-        go, fds = wire.recv(orders)
+        wire.send(req, {"kind": "armed"})
+        go, fds = wire.recv(req)
         if go is None:
             os._exit(0)
+        spec = json.loads(_read_all(fds[R_SPEC]))
+        rootfs.write_files(fds[R_FILES], cfg["workdir"], uid, gid)
+        if spec.get("collect"):
+            payload = json.dumps({"paths": spec["collect"], "max_bytes": spec["collect_max_bytes"]})
+            os.write(collect_w, payload.encode())
+        os.close(collect_w)
+        stdio = [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR], *fds[R_SPEC + 1 :]]
         # stdin, stdout, stderr, then the caller's extra fds as 3, 4, ... Received fds sit at
-        # low numbers, so park every one (and the orders socket) high before placing them.
-        keep = fcntl.fcntl(orders.fileno(), fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
-        parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for fd in fds]
+        # low numbers, so park every one (and the request socket) high before placing them.
+        keep = fcntl.fcntl(req.fileno(), fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+        parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD) for fd in stdio]
         for fd in fds:
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
         for target, fd in enumerate(parked):
             os.dup2(fd, target)  # dup2 clears close-on-exec on the target
-        orders.close()
-        orders = socket.socket(fileno=keep)
+        req.close()
+        req = socket.socket(fileno=keep)
         os.closerange(len(parked), keep)
         os.closerange(keep + 1, 65536)
-        _set_rlimits(go["rlimits"])
-        env = go["env"]
-        if go["mode"] == "python" and env != os.environ:
+        _set_rlimits(spec["rlimits"])
+        env = spec["env"]
+        if spec["mode"] == "python" and env != os.environ:
             os.environ.clear()
             os.environ.update(env)
     except BaseException:
         with contextlib.suppress(OSError):
-            wire.send(orders, {"kind": "error", "message": traceback.format_exc()[-4000:]})
+            wire.send(req, {"kind": "error", "message": traceback.format_exc()[-4000:]})
         os._exit(126)
-    wire.send(orders, {"kind": "running"})
-    orders.close()
-    if go["mode"] == "python":
-        pyrun.run(go["argv"][0], go["argv"], z.base_path)
+    wire.send(req, {"kind": "running"})
+    req.close()
+    gc.enable()  # programs get the interpreter they expect
+    argv = spec["argv"]
+    if spec["mode"] == "python":
+        pyrun.run(argv[0], argv, z.base_path)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
-    argv = go["argv"]
     try:
         os.execve(argv[0], argv, env)
     except OSError as exc:
         _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
         os._exit(127)
-
-
-def _last_message(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    """The last message the peer queued before it exited, and its fds; closes ``sock``."""
-    sock.setblocking(False)
-    last: dict[str, Any] | None = None
-    last_fds: list[int] = []
-    try:
-        while True:
-            msg, fds = wire.recv(sock)
-            if msg is None:
-                break
-            for fd in last_fds:
-                os.close(fd)
-            last, last_fds = msg, fds
-    except (BlockingIOError, OSError, ValueError):
-        pass
-    finally:
-        sock.close()
-    return last, last_fds
 
 
 def _read_all(fd: int) -> bytes:
