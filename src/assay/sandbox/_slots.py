@@ -24,7 +24,6 @@ class SlotHandle:
         self.pidfd: int | None = None
         self.cg: RunCgroup | None = None
         self.req_sock: socket.socket | None = None  # to the armed program process
-        self.rep_sock: socket.socket | None = None  # from the run's init (exit record)
         self.error = ""
         self.runs = 0
 
@@ -49,18 +48,17 @@ class SlotHandle:
         return True
 
     def wait_armed(self, timeout: float) -> bool:
-        """Receive the armed run's channels from the slot's init, then the program process's
-        own "armed"; afterwards the run flows without the slot's init."""
+        """Receive the armed program process's request socket from the slot's init, then its
+        own "armed"; the request then goes to it directly."""
         if self.req_sock is not None:
             return True
         msg, fds = self._recv(self.sock, timeout)
-        if msg is None or msg.get("kind") != "armed" or len(fds) != 2:
+        if msg is None or msg.get("kind") != "armed" or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
             self.error = self.error or str((msg or {}).get("message", "sandbox init exited"))
             return False
         self.req_sock = socket.socket(fileno=fds[0])
-        self.rep_sock = socket.socket(fileno=fds[1])
         armed, extra = self._recv(self.req_sock, timeout)
         for fd in extra:
             os.close(fd)
@@ -96,10 +94,9 @@ class SlotHandle:
             return None, []
 
     def end_run(self) -> None:
-        for sock in (self.req_sock, self.rep_sock):
-            if sock is not None:
-                sock.close()
-        self.req_sock = self.rep_sock = None
+        if self.req_sock is not None:
+            self.req_sock.close()
+            self.req_sock = None
 
     def arm(self, cg: RunCgroup | None) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""

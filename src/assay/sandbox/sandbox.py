@@ -272,7 +272,7 @@ class Sandbox:
             ]
             header = {"op": "run"}
             sup = Supervision(req, cg, self._ncpu)
-            assert slot.req_sock is not None and slot.rep_sock is not None
+            assert slot.req_sock is not None
             if limits.disk_mb != defaults.DEFAULT_DISK_MB and not slot.resize(
                 limits.disk_mb, defaults.ZYGOTE_START_TIMEOUT_S
             ):
@@ -289,7 +289,7 @@ class Sandbox:
             for fd in (out_r, err_r):
                 os.set_blocking(fd, False)
             result = sup.wait(
-                slot.req_sock, slot.rep_sock, out_r, err_r, slot.kill_run, slot.kill_slot
+                slot.req_sock, slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot
             )
             # After a kill order the slot's init has cleaned up; only a destroyed slot is lost.
             reusable = not sup.hard_killed and (

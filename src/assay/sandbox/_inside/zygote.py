@@ -3,22 +3,23 @@
 Process tree::
 
     zygote ── C1 (unshares namespaces, waits) ── S = PID 1 of a slot (trusted init, root)
-                                                   └── X (one per run: joins the run's
+                                                   └── P (one per run: joins the run's
                                                         cgroup and a new IPC namespace,
                                                         drops every privilege, runs the
-                                                        program)
+                                                        program as PID 2)
 
 A *slot* is a set of namespaces (PID, mount, network, UTS) over the read-only template root,
-created once and used by one run at a time. Its init ``S`` forks a fresh program process per
-run, and after each run kills every process in the namespace, detaches the run's tmpfs and
-mounts a new one, so nothing of a run outlives it; each run also gets a new cgroup and a new
-IPC namespace. ``S`` never reads a run's data into its own memory (files and stdin travel in
-memfds that only ``X`` reads), because every later program is a fork of ``S``. Each link dies
-with its parent (PR_SET_PDEATHSIG), so killing the supervisor tears everything down.
+used by one run at a time. Its init ``S`` forks a fresh program process per run; after each
+run it kills every process in the namespace, resets the PID counter, detaches the run's tmpfs
+and mounts a new one, so nothing of a run outlives it. ``S`` never reads a run's data: files,
+stdin, argv and env go from the supervisor straight to the program process in fds, because
+every later program is a fork of ``S``. Each link dies with its parent (PR_SET_PDEATHSIG),
+so killing the supervisor tears everything down.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import fcntl
@@ -30,6 +31,7 @@ import select
 import signal
 import socket
 import sys
+import termios
 import traceback
 from typing import Any
 
@@ -178,11 +180,11 @@ class Zygote:
 class Slot:
     """S: PID 1 of a slot. Trusted; one run at a time; never touches a run's data.
 
-    On "arm" S mounts nothing new (the run's tmpfs is already there), enters a fresh PID
-    namespace for its next child and forks the run's init X, which forks the program process
-    and has it drop every privilege ("armed"). S hands the supervisor X's socket: the run
-    itself then flows between the supervisor and X, with S off the critical path. When X
-    exits, S kills anything left, detaches the run's tmpfs and mounts the next one.
+    Between runs S mounts the next run's tmpfs, builds its Landlock ruleset, resets the PID
+    counter and forks the program process, which joins a fresh cgroup and IPC namespace,
+    drops every privilege and waits ("armed"). S hands the supervisor the program process's
+    request socket, so the run itself flows without S. When the program exits S kills
+    anything left in the namespace, reports the wait status, and resets.
     """
 
     def __init__(self, zygote: Zygote, status: socket.socket, max_runs: int) -> None:
@@ -191,7 +193,6 @@ class Slot:
         self.status = status
         self.max_runs = max_runs
         self.ruleset = -1
-        self.pidns_fd = -1
         self.pending: tuple[dict[str, Any], list[int]] | None = None
 
     def serve(self) -> None:
@@ -202,7 +203,6 @@ class Slot:
             rootfs.enter(cfg["root"])
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
-            self.pidns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
             self._fresh(cfg["default_disk_mb"])
             pidfd = os.pidfd_open(os.getpid())
             wire.send(self.status, {"kind": "ready"}, [pidfd])
@@ -249,39 +249,68 @@ class Slot:
 
     def _arm_and_wait(self, cg_fds: list[int]) -> None:
         try:
-            linux.setns(self.pidns_fd, linux.CLONE_NEWPID)  # undo the previous run's unshare
-            linux.unshare(linux.CLONE_NEWPID)
             req_sup, req_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            rep_sup, rep_init = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            collect_r, collect_w = os.pipe()
+            # Every run's program is PID 2, whatever earlier runs did: no pid-based drift or
+            # channel between runs of a slot (its PID namespace is otherwise empty by now).
+            with open("/proc/sys/kernel/ns_last_pid", "w") as fh:
+                fh.write("1")
             pid = os.fork()
             if pid == 0:
                 self.status.close()
                 req_sup.close()
-                rep_sup.close()
-                _run_init(self.z, cg_fds, req_prog, rep_init, self.ruleset)
+                os.close(collect_r)
+                _program(self.z, cg_fds, req_prog, collect_w, self.ruleset)
             req_prog.close()
-            rep_init.close()
+            os.close(collect_w)
             for fd in cg_fds:
                 os.close(fd)
             pidfd = os.pidfd_open(pid)
-            # The run flows between the supervisor and the run's processes from here on.
-            wire.send(self.status, {"kind": "armed"}, [req_sup.fileno(), rep_sup.fileno()])
+            # The request flows from the supervisor straight to the program process.
+            wire.send(self.status, {"kind": "armed"}, [req_sup.fileno()])
             req_sup.close()
-            rep_sup.close()
         except BaseException as exc:
             _report_error(self.status, "arm", exc)
             os._exit(1)
-        self._wait_run(pid, pidfd)
+        st, usage = self._wait_program(pid, pidfd)
         os.close(pidfd)
         with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # the run's namespace died with its init; belt and braces
+            os.kill(-1, signal.SIGKILL)  # whatever the program left behind
         self._reap_all()
+        record: dict[str, Any] = {
+            "kind": "exit",
+            "cpu_s": usage.ru_utime + usage.ru_stime if usage else 0.0,
+            "maxrss_bytes": usage.ru_maxrss * 1024 if usage else 0,
+        }
+        if os.WIFSIGNALED(st):
+            record["signal"] = os.WTERMSIG(st)
+        else:
+            record["exit_code"] = os.WEXITSTATUS(st)
         try:
+            if _pending_bytes(collect_r):
+                self._collect(collect_r, record)  # in a child: names stay out of this heap
+            else:
+                wire.send(self.status, record)
+            os.close(collect_r)
             rootfs.drop_rw()
             self._fresh(self.cfg["default_disk_mb"])
         except BaseException as exc:
             _report_error(self.status, "slot reset", exc)
             os._exit(1)
+
+    def _collect(self, collect_r: int, record: dict[str, Any]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                wanted = json.loads(_read_all(collect_r))
+                fd = rootfs.collect_files(
+                    wanted["paths"], self.cfg["workdir"], int(wanted["max_bytes"])
+                )
+                wire.send(self.status, record, [fd])
+            except BaseException as exc:
+                _report_error(self.status, "collect", exc)
+            os._exit(0)
+        os.waitpid(pid, 0)
 
     def _reap_all(self) -> None:
         while True:
@@ -290,94 +319,42 @@ class Slot:
             except ChildProcessError:
                 return
 
-    def _wait_run(self, child: int, pidfd: int) -> None:
-        """Wait for the run's init to exit, obeying kill orders from the supervisor."""
+    def _wait_program(self, child: int, pidfd: int) -> tuple[int, Any]:
+        """Wait for the program process, reaping orphans as an init must, obeying orders."""
         while True:
             ready, _, _ = select.select([self.status.fileno(), pidfd], [], [])
-            if pidfd in ready:
-                return
-            msg, extra = wire.recv(self.status)
-            if msg is None:  # supervisor gone: take everything down
-                os.kill(-1, signal.SIGKILL)
-                os._exit(0)
-            if msg.get("op") == "kill":
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(-1, signal.SIGKILL)
-                for fd in extra:
-                    os.close(fd)
-            elif msg.get("op") == "resize":
+            if self.status.fileno() in ready:
+                self._order()
+            while True:
                 try:
-                    rootfs.resize_rw(int(msg["disk_mb"]))
-                    wire.send(self.status, {"kind": "resized"})
-                except BaseException as exc:
-                    wire.send(
-                        self.status, {"kind": "error", "stage": "resize", "message": str(exc)}
-                    )
-            elif self.pending is None:
-                self.pending = (msg, extra)  # the next arm order, sent as this run ended
-            else:
-                for fd in extra:
-                    os.close(fd)
+                    pid, st, usage = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return 0, None
+                if pid == 0:
+                    break
+                if pid == child:
+                    return st, usage
 
-
-def _run_init(
-    z: Zygote, cg_fds: list[int], req: socket.socket, rep: socket.socket, ruleset: int
-) -> None:
-    """X: PID 1 of one run's PID namespace (root, trusted, lives for this run only).
-
-    Mounts the run's procfs and forks the program process; then only waits, so it stays
-    cheap. When the program exits it kills whatever the program left, collects the files
-    the supervisor asked for (the list arrives on a pipe the program process closes before
-    any untrusted byte runs), reports the wait status, and exits, ending the namespace.
-    """
-    try:
-        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
-        linux.unshare(linux.CLONE_NEWNS)
-        linux.mount(
-            "proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, "hidepid=2"
-        )
-        collect_r, collect_w = os.pipe()
-        child = os.fork()
-        if child == 0:
-            rep.close()
-            os.close(collect_r)
-            _program(z, cg_fds, req, collect_w, ruleset)
-        req.close()
-        os.close(collect_w)
-        for fd in cg_fds:
-            os.close(fd)
-        while True:
-            pid, st, usage = os.wait4(-1, 0)
-            if pid == child:
-                break
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)  # leftovers, before their files are read
-        while True:
+    def _order(self) -> None:
+        msg, extra = wire.recv(self.status)
+        if msg is None:  # supervisor gone: take everything down
+            os.kill(-1, signal.SIGKILL)
+            os._exit(0)
+        op = msg.get("op")
+        if op == "kill":
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+        elif op == "resize":
             try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
-        record: dict[str, Any] = {
-            "kind": "exit",
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-            "maxrss_bytes": usage.ru_maxrss * 1024,
-        }
-        if os.WIFSIGNALED(st):
-            record["signal"] = os.WTERMSIG(st)
-        else:
-            record["exit_code"] = os.WEXITSTATUS(st)
-        out_fds: list[int] = []
-        wanted = _read_all(collect_r)
-        if wanted:
-            collect = json.loads(wanted)
-            out_fds.append(
-                rootfs.collect_files(collect["paths"], z.cfg["workdir"], int(collect["max_bytes"]))
-            )
-        wire.send(rep, record, out_fds)
-    except BaseException as exc:
-        _report_error(rep, "run init", exc)
-        os._exit(1)
-    os._exit(0)
+                rootfs.resize_rw(int(msg["disk_mb"]))
+                wire.send(self.status, {"kind": "resized"})
+            except BaseException as exc:
+                wire.send(self.status, {"kind": "error", "stage": "resize", "message": str(exc)})
+        elif self.pending is None:
+            self.pending = (msg, extra)  # the next arm order, sent as this run ended
+            return
+        for fd in extra:
+            os.close(fd)
 
 
 def _program(
@@ -460,6 +437,12 @@ def _program(
     except OSError as exc:
         _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
         os._exit(127)
+
+
+def _pending_bytes(fd: int) -> int:
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+    return buf[0]
 
 
 def _read_all(fd: int) -> bytes:
