@@ -96,7 +96,8 @@ PYTHON_PREIMPORT: tuple[str, ...] = (
 CPU_POLL_MAX_S = 0.05
 #: How long a fork server may take to start before we declare the host broken.
 ZYGOTE_START_TIMEOUT_S = 20.0
-#: Retries of a run whose zygote died under it before the error is surfaced.
+#: Attempts at getting a ready slot (a new fork server or slot each time) before a run is
+#: reported as sandbox_error. A run that started is never silently re-run.
 ZYGOTE_RESTARTS = 3
 #: Runs served by one slot (a set of namespaces) before it is retired and replaced.
 SLOT_MAX_RUNS = 1000

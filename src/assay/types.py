@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from . import defaults
 from .errors import ValidationError
@@ -18,15 +18,7 @@ Status = Literal[
     "compile_error",
     "sandbox_error",
 ]
-STATUSES: tuple[str, ...] = (
-    "ok",
-    "runtime_error",
-    "time_limit",
-    "memory_limit",
-    "output_limit",
-    "compile_error",
-    "sandbox_error",
-)
+STATUSES: tuple[str, ...] = get_args(Status)
 
 # Upper bounds that stop absurd requests before they reach the kernel.
 _MAX_TIME_S = 3600.0

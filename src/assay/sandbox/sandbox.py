@@ -288,9 +288,7 @@ class Sandbox:
                     os.close(fd)
             for fd in (out_r, err_r):
                 os.set_blocking(fd, False)
-            result = sup.wait(
-                slot.req_sock, slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot
-            )
+            result = sup.wait(slot.req_sock, slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot)
             # After a kill order the slot's init has cleaned up; only a destroyed slot is lost.
             reusable = not sup.hard_killed and (
                 sup.exit_record is not None or sup.kill_reason is not None
