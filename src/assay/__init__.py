@@ -11,6 +11,7 @@ from .errors import (
     UnsupportedLanguageError,
     ValidationError,
 )
+from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
 from .runner import Runner, run, run_async
 from .sandbox import HostReport, RunRequest, Sandbox, SandboxConfig, probe_host
 from .types import ExecResult, Limits, Status
@@ -23,15 +24,22 @@ __all__ = [
     "ExecResult",
     "HostReport",
     "InsecureHostError",
+    "Judge",
+    "Judgement",
     "Limits",
+    "Problem",
     "RunRequest",
     "Runner",
     "Sandbox",
     "SandboxConfig",
     "SandboxError",
     "Status",
+    "Submission",
+    "TestCase",
+    "TestResult",
     "UnsupportedLanguageError",
     "ValidationError",
+    "Verdict",
     "__version__",
     "probe_host",
     "run",

@@ -1,0 +1,15 @@
+"""The judge layer: problems, tests, trusted comparison, verdicts."""
+
+from .judge import Judge
+from .types import Judgement, Problem, Submission, TestCase, TestKind, TestResult, Verdict
+
+__all__ = [
+    "Judge",
+    "Judgement",
+    "Problem",
+    "Submission",
+    "TestCase",
+    "TestKind",
+    "TestResult",
+    "Verdict",
+]

@@ -1,0 +1,86 @@
+"""Judging a submission against a problem's tests, with the comparison on the trusted side.
+
+Only raw outputs come back from the sandbox; expected answers never enter it.
+"""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from ..runner import Runner
+from ..types import ExecResult
+from . import compare
+from .types import Judgement, Submission, TestCase, TestResult, Verdict
+
+_STATUS_TO_VERDICT: dict[str, Verdict] = {
+    "runtime_error": "runtime_error",
+    "time_limit": "time_limit",
+    "memory_limit": "memory_limit",
+    "output_limit": "output_limit",
+    "compile_error": "compile_error",
+    "sandbox_error": "sandbox_error",
+}
+
+
+class Judge:
+    """Runs submissions on a :class:`Runner` and turns raw outputs into verdicts."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
+        problem = submission.problem
+        for i, test in enumerate(problem.tests):
+            if test.kind != "stdio":
+                raise ValidationError(
+                    f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
+                )
+            if test.expected is None:
+                raise ValidationError(
+                    f"tests[{i}].expected", "a stdio test needs an expected output"
+                )
+            compare.get(test.compare)
+        results: list[TestResult] = []
+        for i, test in enumerate(problem.tests):
+            result = self.runner.run(
+                submission.code, submission.language, test.input, problem.limits
+            )
+            tr = self._grade(i, test, result)
+            results.append(tr)
+            if tr.verdict == "compile_error":
+                break  # every test would say the same
+            if stop_on_failure and tr.verdict != "accepted":
+                break
+        return _overall(results, len(problem.tests))
+
+    def _grade(self, index: int, test: TestCase, result: ExecResult) -> TestResult:
+        common = {
+            "cpu_s": result.cpu_s,
+            "wall_s": result.wall_s,
+            "peak_memory_bytes": result.peak_memory_bytes,
+        }
+        if result.status != "ok":
+            tail = result.stderr.decode(errors="replace")[-500:]
+            return TestResult(index, _STATUS_TO_VERDICT[result.status], message=tail, **common)  # type: ignore[arg-type]
+        assert test.expected is not None
+        ok, message = compare.get(test.compare)(result.stdout_text, test.expected, test.options)
+        return TestResult(index, "accepted" if ok else "wrong_answer", message=message, **common)  # type: ignore[arg-type]
+
+
+def _overall(results: list[TestResult], total: int) -> Judgement:
+    """First failing test decides; any sandbox_error makes the run unusable (reward None)."""
+    if any(r.verdict == "sandbox_error" for r in results):
+        bad = next(r for r in results if r.verdict == "sandbox_error")
+        return Judgement(
+            "sandbox_error",
+            results,
+            None,
+            f"test {bad.index}: infrastructure failure: {bad.message}",
+        )
+    for r in results:
+        if r.verdict != "accepted":
+            return Judgement(
+                r.verdict, results, 0.0, f"test {r.index}: {r.verdict}: {r.message}".rstrip(": ")
+            )
+    if len(results) < total:
+        return Judgement("sandbox_error", results, None, "not every test ran")
+    return Judgement("accepted", results, 1.0, f"all {total} tests passed")

@@ -1,0 +1,86 @@
+"""Problems, tests, submissions and verdicts (names are public API, see DESIGN.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ValidationError
+from ..types import Limits
+
+TestKind = Literal["stdio", "call", "script", "pytest"]
+Verdict = Literal[
+    "accepted",
+    "wrong_answer",
+    "runtime_error",
+    "time_limit",
+    "memory_limit",
+    "output_limit",
+    "compile_error",
+    "sandbox_error",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TestCase:
+    """One test. ``stdio``: ``input`` -> ``expected`` output (compared by ``compare``)."""
+
+    __test__ = False  # not a pytest class
+
+    kind: TestKind = "stdio"
+    input: str = ""
+    expected: str | None = None
+    compare: str = "tokens"
+    name: str = ""
+    weight: float = 1.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    id: str
+    tests: list[TestCase]
+    limits: Limits = field(default_factory=Limits)
+    checker: str | None = None
+    references: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.tests:
+            # A problem without tests would accept anything: an error, never a verdict.
+            raise ValidationError("tests", f"problem {self.id!r} has no tests")
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    problem: Problem
+    code: str | bytes
+    language: str = "python"
+
+
+@dataclass(frozen=True, slots=True)
+class TestResult:
+    __test__ = False
+
+    index: int
+    verdict: Verdict
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    peak_memory_bytes: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    verdict: Verdict
+    tests: list[TestResult]
+    reward: float | None
+    reason: str = ""
+
+    @property
+    def passed(self) -> int:
+        return sum(t.verdict == "accepted" for t in self.tests)
+
+    @property
+    def total(self) -> int:
+        return len(self.tests)
