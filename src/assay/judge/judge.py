@@ -9,6 +9,7 @@ from ..errors import ValidationError
 from ..runner import Runner
 from ..types import ExecResult
 from . import compare
+from .calls import run_calls
 from .types import Judgement, Submission, TestCase, TestResult, Verdict
 
 _STATUS_TO_VERDICT: dict[str, Verdict] = {
@@ -29,7 +30,19 @@ class Judge:
 
     def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
         problem = submission.problem
+        calls: list[tuple[int, TestCase]] = []
         for i, test in enumerate(problem.tests):
+            if test.kind == "call":
+                if "fn_name" not in test.options or not isinstance(test.options.get("args"), list):
+                    raise ValidationError(
+                        f"tests[{i}].options", "a call test needs fn_name and a list of args"
+                    )
+                if submission.language != "python":
+                    raise ValidationError(
+                        "language", "call tests are judged for Python submissions"
+                    )
+                calls.append((i, test))
+                continue
             if test.kind != "stdio":
                 raise ValidationError(
                     f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
@@ -40,7 +53,12 @@ class Judge:
                 )
             compare.get(test.compare)
         results: list[TestResult] = []
+        if calls:
+            code = submission.code.encode() if isinstance(submission.code, str) else submission.code
+            results.extend(run_calls(self.runner, code, calls, problem.limits))
         for i, test in enumerate(problem.tests):
+            if test.kind == "call":
+                continue
             result = self.runner.run(
                 submission.code, submission.language, test.input, problem.limits
             )
@@ -50,6 +68,7 @@ class Judge:
                 break  # every test would say the same
             if stop_on_failure and tr.verdict != "accepted":
                 break
+        results.sort(key=lambda r: r.index)
         return _overall(results, len(problem.tests))
 
     def _grade(self, index: int, test: TestCase, result: ExecResult) -> TestResult:

@@ -34,6 +34,9 @@ class TestCase:
     name: str = ""
     weight: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
+    #: For ``call`` tests: the expected return value (plain builtin types). Set
+    #: ``options={"fn_name": ..., "args": [...]}``, and ``atol``/``rtol`` for floats.
+    expected_value: Any = None
 
 
 @dataclass(frozen=True, slots=True)

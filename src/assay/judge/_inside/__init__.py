@@ -1,0 +1,1 @@
+"""Code shipped into the sandbox as files (standard library only)."""

@@ -1,0 +1,99 @@
+"""Runs inside the sandbox: load the submission, then answer function calls on fd 3.
+
+Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
+reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
+tags of ``assay.judge.values``; only builtin types are encoded (a subclass is converted to
+its base, anything else becomes an error), and generators are materialised. Whatever this
+process sends is only *data* to the trusted side, which decodes it strictly: a submission
+that tampers with this file can still only answer, never judge.
+"""
+
+import io
+import json
+import os
+import sys
+import types
+
+MAX_ITEMS = 1_000_000
+
+
+def enc(v, depth=0):
+    if depth > 100:
+        raise ValueError("result nested too deeply")
+    if v is None:
+        return ["n"]
+    if isinstance(v, bool):
+        return ["b", bool(v)]
+    if isinstance(v, int):
+        return ["i", int.__repr__(int(v))]
+    if isinstance(v, float):
+        return ["f", float.__repr__(float(v))]
+    if isinstance(v, complex):
+        return ["c", float.__repr__(v.real), float.__repr__(v.imag)]
+    if isinstance(v, str):
+        return ["s", str.__str__(v)]
+    if isinstance(v, (bytes, bytearray)):
+        return ["y", bytes(v).decode("latin-1")]
+    if isinstance(v, dict):
+        return [
+            "d",
+            [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in list(v.items())[:MAX_ITEMS]],
+        ]
+    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
+        if isinstance(v, kind):
+            return [tag, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+    if isinstance(v, (types.GeneratorType, map, filter, zip, range, reversed, enumerate)):
+        return ["l", [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+    raise TypeError(f"result of type {type(v).__name__} is not a plain value")
+
+
+def dec(d):
+    tag = d[0]
+    if tag == "n":
+        return None
+    if tag in ("b", "s"):
+        return d[1]
+    if tag == "i":
+        return int(d[1])
+    if tag == "f":
+        return float(d[1])
+    if tag == "c":
+        return complex(float(d[1]), float(d[2]))
+    if tag == "y":
+        return d[1].encode("latin-1")
+    if tag == "d":
+        return {dec(k): dec(v) for k, v in d[1]}
+    items = [dec(x) for x in d[1]]
+    return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+
+
+def main():
+    channel = io.FileIO(3, "r+", closefd=False)
+    reader = io.BufferedReader(channel)
+    source_path = sys.argv[1]
+    module = types.ModuleType("solution")
+    module.__file__ = source_path
+    sys.modules["solution"] = module
+    with open(source_path, "rb") as fh:
+        code = compile(fh.read(), source_path, "exec")
+    exec(code, module.__dict__)
+    while True:
+        line = reader.readline()
+        if not line:
+            return
+        req = json.loads(line)
+        try:
+            fn = getattr(module, req["fn"])
+            value = fn(*[dec(a) for a in req["args"]])
+            reply = {"ok": enc(value)}
+        except BaseException as exc:
+            if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                raise
+            reply = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+        data = (json.dumps(reply) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(3, view) :]
+
+
+main()

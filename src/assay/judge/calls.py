@@ -1,0 +1,130 @@
+"""``call`` tests: the submission's functions are called from the trusted side.
+
+One sandbox run loads the submission and serves calls over a socket (fd 3); arguments go in
+and results come back as plain data (``values``), and the comparison happens here, so the
+expected values never enter the sandbox and no object the submission built is ever compared.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import threading
+from importlib import resources
+
+from ..runner import Runner
+from ..sandbox import RunRequest
+from ..types import ExecResult, Limits
+from . import values
+from .types import TestCase, TestResult, Verdict
+
+_SERVER = resources.files("assay.judge._inside").joinpath("callserver.py").read_bytes()
+_MAX_REPLY = 64 << 20
+
+
+def run_calls(
+    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
+) -> list[TestResult]:
+    host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    box: list[ExecResult] = []
+    req = RunRequest(
+        "python",
+        ["/work/_assay_callserver.py", "/work/solution.py"],
+        [("_assay_callserver.py", _SERVER, 0o444), ("solution.py", code, 0o644)],
+        limits=limits,
+        pass_fds=(inside.fileno(),),
+    )
+    worker = threading.Thread(target=lambda: box.append(runner.sandbox.execute(req)), daemon=True)
+    worker.start()
+    results: list[TestResult] = []
+    reader = _Lines(host, worker, inside)
+    try:
+        for index, test in tests:
+            request = {
+                "fn": test.options["fn_name"],
+                "args": [values.encode(a) for a in test.options["args"]],
+            }
+            try:
+                host.sendall((json.dumps(request) + "\n").encode())
+            except OSError:
+                break
+            reply = reader.line()
+            if reply is None:
+                break
+            results.append(_grade(index, test, reply))
+    finally:
+        host.close()
+        worker.join()
+        inside.close()
+    result = box[0] if box else ExecResult(status="sandbox_error")
+    failed: Verdict = _verdict_of(result)
+    for index, _test in tests[len(results) :]:
+        results.append(
+            TestResult(
+                index, failed, result.cpu_s, result.wall_s, result.peak_memory_bytes, _tail(result)
+            )
+        )
+    if result.status == "sandbox_error":  # our fault: no test result from this run stands
+        results = [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
+    return results
+
+
+def _grade(index: int, test: TestCase, reply: bytes) -> TestResult:
+    try:
+        msg = json.loads(reply)
+    except ValueError:
+        return TestResult(index, "wrong_answer", message="malformed reply")
+    if not isinstance(msg, dict):
+        return TestResult(index, "wrong_answer", message="malformed reply")
+    if "error" in msg:
+        return TestResult(index, "runtime_error", message=str(msg["error"])[:500])
+    try:
+        got = values.decode(msg.get("ok"))
+    except values.BadValue as exc:
+        return TestResult(index, "wrong_answer", message=f"not a plain value: {exc}")
+    want = test.expected_value
+    ok = values.equal(
+        got, want, float(test.options.get("atol", 0.0)), float(test.options.get("rtol", 0.0))
+    )
+    if ok:
+        return TestResult(index, "accepted")
+    return TestResult(index, "wrong_answer", message=f"expected {want!r:.200}, got {got!r:.200}")
+
+
+def _verdict_of(result: ExecResult) -> Verdict:
+    if result.status in ("time_limit", "memory_limit", "output_limit", "sandbox_error"):
+        return result.status
+    return "runtime_error"
+
+
+def _tail(result: ExecResult) -> str:
+    return result.stderr.decode(errors="replace")[-500:]
+
+
+class _Lines:
+    """Reply lines from the server; None once the sandbox is gone (or sent too much)."""
+
+    def __init__(
+        self, sock: socket.socket, worker: threading.Thread, inside: socket.socket
+    ) -> None:
+        self.sock = sock
+        self.worker = worker
+        self.inside = inside
+        self.buf = b""
+
+    def line(self) -> bytes | None:
+        while b"\n" not in self.buf:
+            if len(self.buf) > _MAX_REPLY:
+                return None
+            ready, _, _ = select.select([self.sock], [], [], 0.05)
+            if not ready:
+                if not self.worker.is_alive():
+                    return None
+                continue
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assay import ValidationError
+from assay.judge.values import BadValue, decode, encode, equal
+
+plain = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=5) | st.integers(), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(plain)
+def test_roundtrip_is_identity(value: object) -> None:
+    back = decode(encode(value))
+    assert equal(back, value)
+    assert type(back) is type(value)
+
+
+def test_subclasses_and_objects_are_refused() -> None:
+    class Liar(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    for bad in (Liar("x"), object(), lambda: 1):
+        with pytest.raises(ValidationError):
+            encode(bad)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [["x"], [], "s", ["i", 5], ["l", "notalist"], ["d", [["s"]]], ["f", 1.0], ["b", 1]],
+)
+def test_malformed_data_is_rejected(data: object) -> None:
+    with pytest.raises(BadValue):
+        decode(data)
+
+
+def test_equality_rules() -> None:
+    assert not equal(True, 1)
+    assert not equal([1], (1,))
+    assert equal(1, 1.0)
+    assert not equal(1.0000001, 1.0)
+    assert equal(1.0000001, 1.0, atol=1e-6)
+    assert equal(math.nan, math.nan)
+    assert not equal(1.0, math.nan)
+    assert not equal(math.inf, 1e308, atol=1e300)
