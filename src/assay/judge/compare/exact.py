@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._common import match_items
+
 
 def compare(output: str, expected: str, options: dict[str, Any]) -> tuple[bool, str]:
     if output == expected:
@@ -15,14 +17,7 @@ def compare(output: str, expected: str, options: dict[str, Any]) -> tuple[bool, 
 def compare_lines(output: str, expected: str, options: dict[str, Any]) -> tuple[bool, str]:
     got = [line.rstrip() for line in output.rstrip().splitlines()]
     want = [line.rstrip() for line in expected.rstrip().splitlines()]
-    if options.get("case_insensitive"):
-        got, want = [g.casefold() for g in got], [w.casefold() for w in want]
-    if got == want:
-        return True, ""
-    for i, (g, w) in enumerate(zip(got, want, strict=False)):
-        if g != w:
-            return False, f"line {i + 1}: expected {w[:80]!r}, got {g[:80]!r}"
-    return False, f"expected {len(want)} lines, got {len(got)}"
+    return match_items(got, want, "line", options)
 
 
 def _first_difference(output: str, expected: str) -> str:
