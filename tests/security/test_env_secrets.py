@@ -14,11 +14,14 @@ import json
 import uuid
 
 import pytest
+from _memscan import READABLE_MEMORY
 
 from assay import Limits, Runner, RunRequest, defaults
 
 # The program never holds the secret itself: it hunts for its *shape*, so any match is a leak.
-PROBE = r"""
+PROBE = (
+    READABLE_MEMORY
+    + r"""
 import json, os, re
 
 shape = re.compile(rb"(?:ASSAY_TEST_SECRET=)?assay-secret-[0-9a-f]{32}")
@@ -38,20 +41,11 @@ for pid in pids:
                 hunt(f"/proc/{pid}/{name}", fh.read())
         except OSError:
             continue
-with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
-    for line in maps:
-        parts = line.split()
-        lo, hi = (int(x, 16) for x in parts[0].split("-"))
-        if "r" not in parts[1] or parts[-1] in ("[vvar]", "[vsyscall]"):
-            continue
-        try:
-            mem.seek(lo)
-            chunk = mem.read(hi - lo)
-        except (OSError, OverflowError, ValueError):
-            continue
-        hunt(f"memory {parts[0]} {parts[-1]}", chunk)
+for where, chunk in readable_memory():
+    hunt(where, chunk)
 print(json.dumps({"env": dict(os.environ), "found": found}))
 """
+)
 
 
 @pytest.fixture

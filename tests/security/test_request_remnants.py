@@ -13,27 +13,22 @@ import json
 import uuid
 
 import pytest
+from _memscan import READABLE_MEMORY
 
 from assay import Limits, RunRequest, defaults
 
 # The scanner hunts for the *shape* of the secrets, so it never holds one itself.
-SCAN = r"""
+SCAN = (
+    READABLE_MEMORY
+    + r"""
 import json, re
 shape = re.compile(rb"remnant-[0-9a-f]{32}")
 hits = set()
-with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
-    for line in maps:
-        parts = line.split()
-        lo, hi = (int(x, 16) for x in parts[0].split("-"))
-        if "r" not in parts[1] or parts[-1] in ("[vvar]", "[vsyscall]"):
-            continue
-        try:
-            mem.seek(lo)
-            hits.update(m.group().decode() for m in shape.finditer(mem.read(hi - lo)))
-        except (OSError, OverflowError, ValueError):
-            continue
+for _where, chunk in readable_memory():
+    hits.update(m.group().decode() for m in shape.finditer(chunk))
 print(json.dumps(sorted(hits)))
 """
+)
 
 
 def _victim(secret: str, where: str) -> RunRequest:
