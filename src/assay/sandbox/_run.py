@@ -18,7 +18,7 @@ from ._inside import wire
 from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
-KillReason = Literal["time", "wall", "output", "cancel"]
+KillReason = Literal["time", "wall", "output"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
 #: How far past the default wall backstop a still-computing program may go.

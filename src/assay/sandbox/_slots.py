@@ -139,6 +139,7 @@ class CgroupPool:
         self._dispose: collections.deque[RunCgroup] = collections.deque()
         self._cv = threading.Condition()
         self._closed = False
+        self._stuck: list[RunCgroup] = []  # busy at removal; retried
         self._thread = threading.Thread(target=self._work, daemon=True, name="assay-cgroups")
         self._thread.start()
 
@@ -169,13 +170,8 @@ class CgroupPool:
                 todo = list(self._dispose)
                 self._dispose.clear()
                 need = self.spare - len(self._ready)
-            still = []
-            for cg in retry + todo:
-                if not cg.destroy():
-                    cg.kill_all()
-                    if not cg.destroy():
-                        still.append(cg)
-            retry = still
+            retry = [cg for cg in retry + todo if not _remove(cg)]
+            self._stuck = list(retry)
             for _ in range(max(0, need)):
                 try:
                     cg = self.backend.create(self.limits)
@@ -192,10 +188,16 @@ class CgroupPool:
             self._closed = True
             self._cv.notify()
         self._thread.join(timeout=5)
-        leftovers = list(self._ready) + list(self._dispose)
+        leftovers = list(self._ready) + list(self._dispose) + self._stuck
         self._ready.clear()
         self._dispose.clear()
         for cg in leftovers:
-            if not cg.destroy():
-                cg.kill_all()
-                cg.destroy()
+            _remove(cg)
+
+
+def _remove(cg: RunCgroup) -> bool:
+    """Remove a cgroup, killing stragglers once if the kernel says it is busy."""
+    if cg.destroy():
+        return True
+    cg.kill_all()
+    return cg.destroy()

@@ -106,12 +106,6 @@ class ZygoteProcess:
             except OSError as exc:
                 raise SandboxError(f"fork server unreachable: {exc}") from exc
 
-    def kill_run(self, run_id: str) -> None:
-        try:
-            self.send({"op": "kill", "id": run_id}, [])
-        except SandboxError:
-            pass
-
     def close(self) -> None:
         try:
             self.sock.close()
