@@ -12,6 +12,18 @@ from .errors import (
     ValidationError,
 )
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
+from .reward import (
+    BinaryReward,
+    CompositeReward,
+    EfficiencyReward,
+    FractionReward,
+    MemoryReward,
+    QualityReward,
+    RewardFn,
+    RewardResult,
+    WeightedFractionReward,
+)
+from .reward import get as get_reward
 from .runner import Runner, run, run_async
 from .sandbox import HostReport, RunRequest, Sandbox, SandboxConfig, probe_host
 from .types import ExecResult, Limits, Status
@@ -20,14 +32,22 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AssayError",
+    "BinaryReward",
+    "CompositeReward",
     "ConfigError",
+    "EfficiencyReward",
     "ExecResult",
+    "FractionReward",
     "HostReport",
     "InsecureHostError",
     "Judge",
     "Judgement",
     "Limits",
+    "MemoryReward",
     "Problem",
+    "QualityReward",
+    "RewardFn",
+    "RewardResult",
     "RunRequest",
     "Runner",
     "Sandbox",
@@ -40,7 +60,9 @@ __all__ = [
     "UnsupportedLanguageError",
     "ValidationError",
     "Verdict",
+    "WeightedFractionReward",
     "__version__",
+    "get_reward",
     "probe_host",
     "run",
     "run_async",

@@ -103,3 +103,38 @@ ZYGOTE_RESTARTS = 3
 SLOT_MAX_RUNS = 1000
 #: tmpfs size a slot mounts between runs (resized to the run's ``disk_mb`` when it starts).
 DEFAULT_DISK_MB = DISK_MB
+
+# --- Rewards (assay.reward) -------------------------------------------------------------
+
+#: CPU seconds per test below which run times are treated as equal by the efficiency
+#: reward. A trivial program's CPU time is a few milliseconds of interpreter start-up,
+#: scheduler ticks and cgroup accounting jitter, and varies by that much from run to run;
+#: ranking programs on it would reward noise. Both the measured and the reference time are
+#: floored (per test), so two equally trivial programs both score 1.0.
+EFFICIENCY_CPU_FLOOR_S = 0.01
+#: Peak memory below which the memory reward treats programs as equal. The interpreter
+#: and page-cache pages touched by any run account for a few MiB that vary with allocator
+#: and kernel behaviour, not with the program; both sides are floored to this.
+MEMORY_FLOOR_BYTES = 8 * 1024 * 1024
+
+#: Where the quality reward looks for ruff, in order. It must be under /usr: the sandbox
+#: sees only the host's /usr (and /lib...) read-only, and ruff never runs on the host
+#: (linting untrusted code is running a parser on hostile input). ``make install`` puts it
+#: in /usr/local/bin with Debian's pip.
+RUFF_PATHS: tuple[str, ...] = ("/usr/local/bin/ruff", "/usr/bin/ruff")
+#: Rules the quality reward counts, passed explicitly with ``--isolated`` so the score does
+#: not change with ruff's default rule set or any config file: ruff's defaults (E4, E7, E9,
+#: F: real errors and unused names), whitespace (W) and likely bugs (B). Style-only rules
+#: such as line length and import order are left out: they say little about code quality
+#: and are trivially fixed by a formatter.
+QUALITY_RUFF_SELECT = "E4,E7,E9,F,W,B"
+#: Quality = 1 / (1 + findings per QUALITY_LINES_PER_UNIT non-blank lines): one finding in
+#: ten lines halves the score; a clean program scores 1.0. Normalising by length keeps long
+#: programs from being punished for being long.
+QUALITY_LINES_PER_UNIT = 10
+#: Limits for one ruff run (it lints one small file: tens of milliseconds, a few MiB).
+QUALITY_TIME_S = 10.0
+QUALITY_MEMORY_MB = 256
+#: Environment of the ruff run: the sandbox's fixed env plus one rayon worker thread, so
+#: ruff does not start a thread per host CPU and hit the sandbox's process limit.
+QUALITY_ENV: dict[str, str] = {**SANDBOX_ENV, "RAYON_NUM_THREADS": "1"}

@@ -33,12 +33,12 @@ def run_calls(
         ["/work/_assay_callserver.py", "/work/solution.py"],
         [("_assay_callserver.py", _SERVER, 0o444), ("solution.py", code, 0o644)],
         limits=limits,
-        pass_fds=(inside.fileno(),),
+        pass_fds=(inside.detach(),),
     )
     worker = threading.Thread(target=lambda: box.append(runner.sandbox.execute(req)), daemon=True)
     worker.start()
     results: list[TestResult] = []
-    reader = _Lines(host, worker, inside)
+    reader = _Lines(host, worker)
     try:
         for index, test in tests:
             request = {
@@ -56,7 +56,6 @@ def run_calls(
     finally:
         host.close()
         worker.join()
-        inside.close()
     result = box[0] if box else ExecResult(status="sandbox_error")
     failed: Verdict = _verdict_of(result)
     for index, _test in tests[len(results) :]:
@@ -105,12 +104,9 @@ def _tail(result: ExecResult) -> str:
 class _Lines:
     """Reply lines from the server; None once the sandbox is gone (or sent too much)."""
 
-    def __init__(
-        self, sock: socket.socket, worker: threading.Thread, inside: socket.socket
-    ) -> None:
+    def __init__(self, sock: socket.socket, worker: threading.Thread) -> None:
         self.sock = sock
         self.worker = worker
-        self.inside = inside
         self.buf = b""
 
     def line(self) -> bytes | None:
@@ -122,7 +118,10 @@ class _Lines:
                 if not self.worker.is_alive():
                     return None
                 continue
-            chunk = self.sock.recv(1 << 16)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except OSError:  # the server died with our request unread
+                return None
             if not chunk:
                 return None
             self.buf += chunk

@@ -10,6 +10,7 @@ from ..runner import Runner
 from ..types import ExecResult
 from . import compare
 from .calls import run_calls
+from .scripts import run_scripts
 from .types import Judgement, Submission, TestCase, TestResult, Verdict
 
 _STATUS_TO_VERDICT: dict[str, Verdict] = {
@@ -31,6 +32,7 @@ class Judge:
     def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
         problem = submission.problem
         calls: list[tuple[int, TestCase]] = []
+        scripts: list[tuple[int, TestCase]] = []
         for i, test in enumerate(problem.tests):
             if test.kind == "call":
                 if "fn_name" not in test.options or not isinstance(test.options.get("args"), list):
@@ -43,6 +45,17 @@ class Judge:
                     )
                 calls.append((i, test))
                 continue
+            if test.kind == "script":
+                if not test.code:
+                    raise ValidationError(
+                        f"tests[{i}].code", "a script test needs its test program"
+                    )
+                if submission.language != "python":
+                    raise ValidationError(
+                        "language", "script tests are judged for Python submissions"
+                    )
+                scripts.append((i, test))
+                continue
             if test.kind != "stdio":
                 raise ValidationError(
                     f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
@@ -53,11 +66,13 @@ class Judge:
                 )
             compare.get(test.compare)
         results: list[TestResult] = []
+        code = submission.code.encode() if isinstance(submission.code, str) else submission.code
         if calls:
-            code = submission.code.encode() if isinstance(submission.code, str) else submission.code
             results.extend(run_calls(self.runner, code, calls, problem.limits))
+        if scripts:
+            results.extend(run_scripts(self.runner, code, scripts, problem.limits))
         for i, test in enumerate(problem.tests):
-            if test.kind == "call":
+            if test.kind in ("call", "script"):
                 continue
             result = self.runner.run(
                 submission.code, submission.language, test.input, problem.limits

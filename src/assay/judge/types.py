@@ -34,6 +34,10 @@ class TestCase:
     name: str = ""
     weight: float = 1.0
     options: dict[str, Any] = field(default_factory=dict)
+    #: For ``script`` tests: the trusted test program (``options`` may add ``setup`` code run
+    #: first, e.g. the problem's prompt, and a ``call`` expression run last, e.g.
+    #: ``check(candidate)``).
+    code: str = ""
     #: For ``call`` tests: the expected return value (plain builtin types). Set
     #: ``options={"fn_name": ..., "args": [...]}``, and ``atol``/``rtol`` for floats.
     expected_value: Any = None

@@ -38,8 +38,9 @@ class RunRequest:
     limits: Limits = field(default_factory=Limits)
     collect: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=lambda: dict(defaults.SANDBOX_ENV))
-    #: Host fds the program gets as 3, 4, ... (e.g. one end of a socketpair); the caller
-    #: keeps ownership of them.
+    #: Host fds the program gets as 3, 4, ... (e.g. one end of a socketpair). Ownership
+    #: passes to the sandbox: ``execute`` closes them, so the program's copies are the only
+    #: ones and the other end sees EOF when the program is gone.
     pass_fds: tuple[int, ...] = ()
 
 

@@ -211,6 +211,16 @@ class Sandbox:
     # -- running ----------------------------------------------------------------------------
     def execute(self, req: RunRequest) -> ExecResult:
         """Run one request to completion. Never raises for the program's behaviour."""
+        try:
+            return self._execute(req)
+        finally:
+            for (
+                fd
+            ) in req.pass_fds:  # ownership passed to the sandbox: the run holds the only copies
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _execute(self, req: RunRequest) -> ExecResult:
         if len(req.pass_fds) > 16:
             raise ValidationError("pass_fds", "at most 16 extra fds")
         if len(req.files) > _MAX_FILES:

@@ -84,7 +84,8 @@ def main():
         req = json.loads(line)
         try:
             fn = getattr(module, req["fn"])
-            value = fn(*[dec(a) for a in req["args"]])
+            kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
+            value = fn(*[dec(a) for a in req["args"]], **kwargs)
             reply = {"ok": enc(value)}
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):

@@ -1,0 +1,172 @@
+"""Runs inside a sandbox that never executes submission code: the test side of script tests.
+
+The trusted test code (a HumanEval ``check``, MBPP asserts...) runs here, and every name it
+would take from the submission is a proxy that forwards the call over fd 3 to the separate
+sandbox where the submission runs, and turns the answer (plain data) back into builtin
+values. So every assertion runs where the submission cannot reach: exiting early, patching
+builtins or lying ``__eq__`` methods act on the submission's own process only. One report
+line per test goes to fd 4, then an end line.
+"""
+
+import builtins
+import io
+import json
+import os
+import sys
+import traceback
+
+
+class RemoteError(Exception):
+    """The submission raised (its own failure)."""
+
+
+class RemoteGone(Exception):
+    """The submission's process is gone (time limit, crash, exit)."""
+
+
+MAX_REPLY = 64 << 20
+_reader = io.BufferedReader(io.FileIO(3, "r", closefd=False))
+
+
+def enc(v, depth=0):
+    if depth > 100:
+        raise ValueError("argument nested too deeply")
+    t = type(v)
+    if v is None:
+        return ["n"]
+    if t is bool:
+        return ["b", v]
+    if t is int:
+        return ["i", str(v)]
+    if t is float:
+        return ["f", repr(v)]
+    if t is complex:
+        return ["c", repr(v.real), repr(v.imag)]
+    if t is str:
+        return ["s", v]
+    if t in (bytes, bytearray):
+        return ["y", bytes(v).decode("latin-1")]
+    if t is dict:
+        return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]]
+    tags = {list: "l", tuple: "t", set: "S", frozenset: "F"}
+    if t in tags:
+        return [tags[t], [enc(x, depth + 1) for x in v]]
+    raise TypeError(f"cannot pass a {t.__name__} to the submission")
+
+
+def _exact(v, kind):
+    if type(v) is not kind:
+        raise ValueError("malformed value")
+    return v
+
+
+def dec(d, depth=0):
+    if depth > 100 or type(d) is not list or not d:
+        raise ValueError("malformed value")
+    tag = d[0]
+    if tag == "n":
+        return None
+    if tag == "b":
+        return _exact(d[1], bool)
+    if tag == "i":
+        return int(_exact(d[1], str))
+    if tag == "f":
+        return float(_exact(d[1], str))
+    if tag == "c":
+        return complex(float(_exact(d[1], str)), float(_exact(d[2], str)))
+    if tag == "s":
+        return _exact(d[1], str)
+    if tag == "y":
+        return _exact(d[1], str).encode("latin-1")
+    if tag == "d":
+        out = {}
+        for pair in _exact(d[1], list):
+            k, v = _exact(pair, list)
+            out[dec(k, depth + 1)] = dec(v, depth + 1)
+        return out
+    kinds = {"l": list, "t": tuple, "S": set, "F": frozenset}
+    if tag in kinds:
+        return kinds[tag](dec(x, depth + 1) for x in _exact(d[1], list))
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def call(name, args, kwargs):
+    request = {
+        "fn": name,
+        "args": [enc(a) for a in args],
+        "kwargs": {k: enc(v) for k, v in kwargs.items()},
+    }
+    data = (json.dumps(request) + "\n").encode()
+    try:
+        while data:
+            data = data[os.write(3, data) :]
+    except OSError:
+        raise RemoteGone("the submission's process is gone") from None
+    line = _reader.readline(MAX_REPLY)
+    if not line.endswith(b"\n"):
+        raise RemoteGone("the submission's process is gone")
+    reply = json.loads(line)
+    if "error" in reply:
+        raise RemoteError(str(reply["error"]))
+    return dec(reply["ok"])
+
+
+def proxy(name):
+    def forward(*args, **kwargs):
+        return call(name, args, kwargs)
+
+    forward.__name__ = forward.__qualname__ = name
+    return forward
+
+
+def report(obj):
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(4, data) :]
+
+
+def run_test(test, names):
+    env = {"__name__": "__assay_test__", "__builtins__": builtins}
+    if test.get("setup"):
+        try:
+            exec(compile(test["setup"], "<setup>", "exec"), env)
+        except Exception:
+            pass  # a prompt that is not runnable alone only loses its helpers
+    for name in names:  # the submission's functions win over the prompt's stubs
+        env[name] = proxy(name)
+    try:
+        exec(compile(test["code"], "<test>", "exec"), env)
+        if test.get("call"):
+            eval(compile(test["call"], "<call>", "eval"), env)
+    except RemoteGone as exc:
+        return {"outcome": "gone", "message": str(exc)}
+    except RemoteError as exc:
+        return {"outcome": "raised", "message": str(exc)[:500]}
+    except AssertionError as exc:
+        return {"outcome": "failed", "message": ("AssertionError: " + str(exc))[:500]}
+    except Exception as exc:
+        return {"outcome": "failed", "message": f"{type(exc).__name__}: {str(exc)[:400]}"}
+    return {"outcome": "passed"}
+
+
+def main():
+    with open(sys.argv[1]) as fh:
+        spec = json.load(fh)
+    os.unlink(sys.argv[1])
+    for i, test in enumerate(spec["tests"]):
+        try:
+            result = run_test(test, spec["names"])
+        except RemoteGone as exc:
+            result = {"outcome": "gone", "message": str(exc)}
+        result["index"] = i
+        report(result)
+        if result["outcome"] == "gone":
+            break
+    report({"end": True})
+
+
+try:
+    main()
+except BaseException:
+    traceback.print_exc()
+    raise

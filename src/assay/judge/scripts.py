@@ -1,0 +1,166 @@
+"""``script`` tests (assert-style test programs: HumanEval ``check``, MBPP asserts).
+
+Two sandboxes per submission, joined by a socket: one runs the submission and answers calls
+(``_inside/callserver.py``); the other runs the trusted test code, in which every name the
+submission defines is a proxy forwarding calls to the first (``_inside/harness.py``). The
+submission never shares a process with an assertion, so exiting early, patching builtins or
+the test runner, or lying ``__eq__`` methods cannot make a test pass. The harness reports one
+line per test on a pipe only it holds; a test without a "passed" line did not pass.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import threading
+from importlib import resources
+
+from ..runner import Runner
+from ..sandbox import RunRequest
+from ..types import ExecResult, Limits
+from .types import TestCase, TestResult, Verdict
+
+_PKG = resources.files("assay.judge._inside")
+_SERVER = _PKG.joinpath("callserver.py").read_bytes()
+_HARNESS = _PKG.joinpath("harness.py").read_bytes()
+_LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
+
+
+def defined_names(code: bytes) -> list[str]:
+    """Top-level functions and classes of the submission (what the tests may call)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+
+
+def run_scripts(
+    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
+) -> list[TestResult]:
+    names = defined_names(code)
+    spec = {
+        "names": names,
+        "tests": [
+            {"setup": t.options.get("setup", ""), "code": t.code, "call": t.options.get("call", "")}
+            for _, t in tests
+        ],
+    }
+    sub_end, test_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    report_r, report_w = os.pipe()
+    server = RunRequest(
+        "python",
+        ["/work/_assay_callserver.py", "/work/solution.py"],
+        [("_assay_callserver.py", _SERVER, 0o444), ("solution.py", code, 0o644)],
+        limits=limits,
+        pass_fds=(sub_end.detach(),),
+    )
+    harness_limits = Limits(
+        time_s=max(5.0, 2 * limits.time_s),
+        wall_s=limits.effective_wall_s + 10,
+        memory_mb=max(512, limits.memory_mb),
+    )
+    harness = RunRequest(
+        "python",
+        ["/work/_assay_harness.py", "/work/_assay_spec.json"],
+        [
+            ("_assay_harness.py", _HARNESS, 0o444),
+            ("_assay_spec.json", json.dumps(spec).encode(), 0o444),
+        ],
+        limits=harness_limits,
+        pass_fds=(test_end.detach(), report_w),
+    )
+    box: dict[str, ExecResult] = {}
+    threads = [
+        threading.Thread(
+            target=lambda: box.__setitem__("sub", runner.sandbox.execute(server)), daemon=True
+        ),
+        threading.Thread(
+            target=lambda: box.__setitem__("test", runner.sandbox.execute(harness)), daemon=True
+        ),
+    ]
+    for t in threads:
+        t.start()
+    with os.fdopen(report_r, "rb") as fh:
+        lines = fh.read(1 << 20).splitlines()
+    for t in threads:
+        t.join()
+    sub = box.get("sub", ExecResult(status="sandbox_error"))
+    test = box.get("test", ExecResult(status="sandbox_error"))
+    return _grade(tests, lines, sub, test)
+
+
+def _grade(
+    tests: list[tuple[int, TestCase]], lines: list[bytes], sub: ExecResult, test: ExecResult
+) -> list[TestResult]:
+    if "sandbox_error" in (sub.status, test.status):
+        why = (sub if sub.status == "sandbox_error" else test).stderr.decode(errors="replace")[
+            -500:
+        ]
+        return [TestResult(i, "sandbox_error", message=why) for i, _ in tests]
+    reports: dict[int, dict[str, object]] = {}
+    ended = False
+    for line in lines:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("end"):
+            ended = True
+        elif isinstance(msg, dict) and isinstance(msg.get("index"), int):
+            reports[int(msg["index"])] = msg
+    gone = _as_verdict(sub.status)
+    gone_why = sub.stderr.decode(errors="replace")[-500:]
+
+    def res(index: int, verdict: Verdict, message: str) -> TestResult:
+        return TestResult(index, verdict, sub.cpu_s, sub.wall_s, sub.peak_memory_bytes, message)
+
+    results: list[TestResult] = []
+    for k, (index, _t) in enumerate(tests):
+        rep = reports.get(k)
+        if rep is None:
+            if any(r.get("outcome") == "gone" for r in reports.values()):
+                results.append(res(index, gone, gone_why))
+            elif test.status in _LIMIT_VERDICTS:
+                # The harness ran out while handling the submission's answers.
+                results.append(
+                    res(index, _as_verdict(test.status), "test side exceeded its limits")
+                )
+            else:
+                why = "test harness died" if not ended else "no report for this test"
+                results.append(
+                    res(
+                        index,
+                        "sandbox_error",
+                        f"{why}: {test.stderr.decode(errors='replace')[-400:]}",
+                    )
+                )
+            continue
+        outcome = rep.get("outcome")
+        message = str(rep.get("message", ""))
+        if outcome == "passed":
+            results.append(res(index, "accepted", ""))
+        elif outcome == "raised":
+            results.append(res(index, "runtime_error", message))
+        elif outcome == "gone":
+            results.append(res(index, gone, gone_why or message))
+        else:
+            results.append(res(index, "wrong_answer", message))
+    return results
+
+
+def _as_verdict(status: str) -> Verdict:
+    """A run's status as the verdict of the tests it could not finish."""
+    if status == "time_limit":
+        return "time_limit"
+    if status == "memory_limit":
+        return "memory_limit"
+    if status == "output_limit":
+        return "output_limit"
+    return "runtime_error"

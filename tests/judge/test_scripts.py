@@ -1,0 +1,52 @@
+"""``script`` tests: the assertions run in a sandbox that never runs the submission."""
+
+from __future__ import annotations
+
+import pytest
+from humaneval0 import PROBLEM, PROMPT, SOLUTION
+
+from assay import Limits, Runner
+from assay.judge import Judge, Problem, Submission, TestCase
+
+
+@pytest.fixture(scope="module")
+def judge(runner: Runner) -> Judge:
+    return Judge(runner)
+
+
+def test_reference_solution_is_accepted(judge: Judge) -> None:
+    j = judge.judge(Submission(PROBLEM, PROMPT + SOLUTION))
+    assert (j.verdict, j.reward) == ("accepted", 1.0), j.reason
+
+
+def test_wrong_solution_fails(judge: Judge) -> None:
+    j = judge.judge(Submission(PROBLEM, PROMPT + "    return True\n"))
+    assert j.verdict == "wrong_answer"
+    assert "AssertionError" in j.tests[0].message
+
+
+def test_raising_solution_is_a_runtime_error(judge: Judge) -> None:
+    j = judge.judge(Submission(PROBLEM, PROMPT + "    raise ValueError('no')\n"))
+    assert j.verdict == "runtime_error"
+
+
+def test_looping_solution_hits_the_time_limit(judge: Judge) -> None:
+    problem = Problem(PROBLEM.id, PROBLEM.tests, limits=Limits(time_s=0.5))
+    j = judge.judge(Submission(problem, PROMPT + "    while True: pass\n"))
+    assert j.verdict == "time_limit"
+
+
+def test_mbpp_style_asserts_and_setup(judge: Judge) -> None:
+    problem = Problem(
+        "mbpp-like",
+        [
+            TestCase(kind="script", code="assert add(1, 2) == 3"),
+            TestCase(kind="script", code="import math\nassert math.isclose(add(0.1, 0.2), 0.3)"),
+            TestCase(
+                kind="script", code="assert add(*PAIR) == 10", options={"setup": "PAIR = (4, 6)"}
+            ),
+            TestCase(kind="script", code="assert add(2, 2) == 5"),
+        ],
+    )
+    j = judge.judge(Submission(problem, "def add(a, b):\n    return a + b\n"))
+    assert [t.verdict for t in j.tests] == ["accepted", "accepted", "accepted", "wrong_answer"]
