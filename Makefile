@@ -8,7 +8,11 @@ STAMP := $(VENV)/.installed-stamp
 APT_STAMP := .venv-apt-stamp
 APT_PACKAGES := python3 python3-venv gcc g++ libseccomp2 procps
 
-.PHONY: demo test lint typecheck unit install apt clean bench
+# Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
+# the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
+RUFF_SANDBOX := /usr/local/bin/ruff
+
+.PHONY: demo test lint typecheck unit install apt clean bench ruff-sandbox
 
 $(APT_STAMP):
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -20,13 +24,22 @@ $(APT_STAMP):
 
 apt: $(APT_STAMP)
 
-$(STAMP): pyproject.toml $(APT_STAMP)
+ruff-sandbox: $(APT_STAMP)
+	@if [ -x /usr/local/bin/ruff ] || [ -x /usr/bin/ruff ]; then :; else \
+	  echo "installing ruff under /usr for the sandboxed quality reward"; \
+	  /usr/bin/python3 -m pip --version >/dev/null 2>&1 || \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip); \
+	  /usr/bin/python3 -m pip install -q --break-system-packages ruff; \
+	  test -x $(RUFF_SANDBOX); \
+	fi
+
+$(STAMP): pyproject.toml $(APT_STAMP) | ruff-sandbox
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-install: $(STAMP)
+install: $(STAMP) ruff-sandbox
 
 demo: install
 	$(VENV)/bin/assay demo

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 
 from assay import Judgement, RewardResult, TestResult
 from assay.reward.base import unusable
 
-from .conftest import MakeJudgement
+MakeJudgement = Callable[..., Judgement]
 
 
 def test_result_is_frozen() -> None:

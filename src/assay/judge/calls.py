@@ -12,6 +12,7 @@ import select
 import socket
 import threading
 from importlib import resources
+from typing import Any
 
 from ..runner import Runner
 from ..sandbox import RunRequest
@@ -23,9 +24,16 @@ _SERVER = resources.files("assay.judge._inside").joinpath("callserver.py").read_
 _MAX_REPLY = 64 << 20
 
 
-def run_calls(
-    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
-) -> list[TestResult]:
+Reply = tuple[bool, Any]  # (True, plain value) or (False, error message)
+
+
+def call_values(
+    runner: Runner, code: bytes, calls: list[tuple[str, list[Any]]], limits: Limits
+) -> tuple[list[Reply], ExecResult]:
+    """Call ``fn(*args)`` for each ``(fn, args)`` in one sandbox run of ``code``.
+
+    Returns the replies received (fewer than asked if the program died) and the run.
+    """
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     box: list[ExecResult] = []
     req = RunRequest(
@@ -37,56 +45,70 @@ def run_calls(
     )
     worker = threading.Thread(target=lambda: box.append(runner.sandbox.execute(req)), daemon=True)
     worker.start()
-    results: list[TestResult] = []
+    replies: list[Reply] = []
     reader = _Lines(host, worker)
     try:
-        for index, test in tests:
-            request = {
-                "fn": test.options["fn_name"],
-                "args": [values.encode(a) for a in test.options["args"]],
-            }
+        for fn, args in calls:
+            request = {"fn": fn, "args": [values.encode(a) for a in args]}
             try:
                 host.sendall((json.dumps(request) + "\n").encode())
             except OSError:
                 break
-            reply = reader.line()
-            if reply is None:
+            line = reader.line()
+            if line is None:
                 break
-            results.append(_grade(index, test, reply))
+            replies.append(_parse(line))
     finally:
         host.close()
         worker.join()
-    result = box[0] if box else ExecResult(status="sandbox_error")
-    failed: Verdict = _verdict_of(result)
+    return replies, (box[0] if box else ExecResult(status="sandbox_error"))
+
+
+def _parse(line: bytes) -> Reply:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False, "malformed reply"
+    if not isinstance(msg, dict):
+        return False, "malformed reply"
+    if "error" in msg:
+        return False, str(msg["error"])[:500]
+    try:
+        return True, values.decode(msg.get("ok"))
+    except values.BadValue as exc:
+        return False, f"not a plain value: {exc}"
+
+
+def run_calls(
+    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
+) -> list[TestResult]:
+    calls = [(t.options["fn_name"], list(t.options["args"])) for _, t in tests]
+    replies, result = call_values(runner, code, calls, limits)
+    if result.status == "sandbox_error":  # our fault: no test result from this run stands
+        return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
+    results = [
+        _grade(index, test, reply) for (index, test), reply in zip(tests, replies, strict=False)
+    ]
+    failed = _verdict_of(result)
     for index, _test in tests[len(results) :]:
         results.append(
             TestResult(
                 index, failed, result.cpu_s, result.wall_s, result.peak_memory_bytes, _tail(result)
             )
         )
-    if result.status == "sandbox_error":  # our fault: no test result from this run stands
-        results = [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
     return results
 
 
-def _grade(index: int, test: TestCase, reply: bytes) -> TestResult:
-    try:
-        msg = json.loads(reply)
-    except ValueError:
-        return TestResult(index, "wrong_answer", message="malformed reply")
-    if not isinstance(msg, dict):
-        return TestResult(index, "wrong_answer", message="malformed reply")
-    if "error" in msg:
-        return TestResult(index, "runtime_error", message=str(msg["error"])[:500])
-    try:
-        got = values.decode(msg.get("ok"))
-    except values.BadValue as exc:
-        return TestResult(index, "wrong_answer", message=f"not a plain value: {exc}")
+def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
+    ok, got = reply
+    if not ok:
+        if str(got).startswith(("malformed", "not a plain value")):
+            return TestResult(index, "wrong_answer", message=str(got))
+        return TestResult(index, "runtime_error", message=str(got))
     want = test.expected_value
-    ok = values.equal(
+    if values.equal(
         got, want, float(test.options.get("atol", 0.0)), float(test.options.get("rtol", 0.0))
-    )
-    if ok:
+    ):
         return TestResult(index, "accepted")
     return TestResult(index, "wrong_answer", message=f"expected {want!r:.200}, got {got!r:.200}")
 

@@ -28,25 +28,38 @@ _HARNESS = _PKG.joinpath("harness.py").read_bytes()
 _LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
 
 
-def defined_names(code: bytes) -> list[str]:
-    """Top-level functions and classes of the submission (what the tests may call)."""
+def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """What the tests may use from the submission: top-level functions and classes (called
+    through proxies), the modules it imports (imported afresh on the test side), and its
+    other top-level names (fetched as values or opaque handles)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return []
-    return [
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-    ]
+        return [], [], []
+    names: list[str] = []
+    imports: list[tuple[str, str]] = []
+    variables: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Import):
+            imports += [
+                (a.asname or a.name.split(".")[0], (a.asname and a.name) or a.name.split(".")[0])
+                for a in node.names
+            ]
+        elif isinstance(node, ast.Assign):
+            variables += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return names, imports, variables
 
 
 def run_scripts(
     runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
 ) -> list[TestResult]:
-    names = defined_names(code)
+    names, imports, variables = defined_names(code)
     spec = {
         "names": names,
+        "imports": imports,
+        "variables": [v for v in variables if v not in names],
         "tests": [
             {"setup": t.options.get("setup", ""), "code": t.code, "call": t.options.get("call", "")}
             for _, t in tests

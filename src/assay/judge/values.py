@@ -4,7 +4,7 @@ Results of function calls come back as *data*, decoded here into builtin types o
 object the submission made (a lying ``__eq__``, a ``str`` subclass, a proxy that reads the
 caller's frame) ever reaches the comparison. The same encoding carries arguments in.
 
-Tags: ``n`` None, ``b`` bool, ``i`` int (decimal string), ``f`` float (repr), ``c``
+Tags: ``n`` None, ``b`` bool, ``i`` int (hexadecimal, so no digit limit applies), ``f`` float (repr), ``c``
 complex, ``s`` str, ``y`` bytes (latin-1), ``l`` list, ``t`` tuple, ``S`` set, ``F``
 frozenset, ``d`` dict (pairs).
 """
@@ -34,7 +34,7 @@ def encode(value: Any, depth: int = 0) -> Any:
     if t is bool:
         return ["b", value]
     if t is int:
-        return ["i", str(value)]
+        return ["i", format(value, "x")]
     if t is float:
         return ["f", repr(value)]
     if t is complex:
@@ -67,7 +67,7 @@ def decode(data: Any, depth: int = 0) -> Any:
         if tag == "b":
             return bool(_exact(data[1], bool))
         if tag == "i":
-            return int(_exact(data[1], str))
+            return int(_exact(data[1], str), 16)
         if tag == "f":
             return float(_exact(data[1], str))
         if tag == "c":

@@ -15,6 +15,25 @@ import sys
 import types
 
 MAX_ITEMS = 1_000_000
+OBJECTS = []
+BUILTIN_TYPES = {
+    t.__name__: t
+    for t in (
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        type(None),
+        object,
+    )
+}
 
 
 def enc(v, depth=0):
@@ -25,7 +44,7 @@ def enc(v, depth=0):
     if isinstance(v, bool):
         return ["b", bool(v)]
     if isinstance(v, int):
-        return ["i", int.__repr__(int(v))]
+        return ["i", format(int(v), "x")]
     if isinstance(v, float):
         return ["f", float.__repr__(float(v))]
     if isinstance(v, complex):
@@ -44,7 +63,16 @@ def enc(v, depth=0):
             return [tag, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
     if isinstance(v, (types.GeneratorType, map, filter, zip, range, reversed, enumerate)):
         return ["l", [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
-    raise TypeError(f"result of type {type(v).__name__} is not a plain value")
+    if isinstance(v, type) and BUILTIN_TYPES.get(v.__name__) is v:
+        return ["T", v.__name__]
+    # Anything else stays here; the other side gets an opaque handle it can pass back,
+    # call, or read attributes of. Its truth value is the only thing that leaves.
+    OBJECTS.append(v)
+    try:
+        truthy = bool(v)
+    except Exception:
+        truthy = True
+    return ["o", len(OBJECTS) - 1, truthy, type(v).__name__]
 
 
 def dec(d):
@@ -54,7 +82,7 @@ def dec(d):
     if tag in ("b", "s"):
         return d[1]
     if tag == "i":
-        return int(d[1])
+        return int(d[1], 16)
     if tag == "f":
         return float(d[1])
     if tag == "c":
@@ -63,6 +91,10 @@ def dec(d):
         return d[1].encode("latin-1")
     if tag == "d":
         return {dec(k): dec(v) for k, v in d[1]}
+    if tag == "T":
+        return BUILTIN_TYPES[d[1]]
+    if tag == "o":
+        return OBJECTS[d[1]]
     items = [dec(x) for x in d[1]]
     return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
 
@@ -83,9 +115,18 @@ def main():
             return
         req = json.loads(line)
         try:
-            fn = getattr(module, req["fn"])
-            kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
-            value = fn(*[dec(a) for a in req["args"]], **kwargs)
+            op = req.get("op", "call")
+            if op == "getattr":
+                value = getattr(dec(req["obj"]), req["name"])
+            elif op == "setattr":
+                setattr(dec(req["obj"]), req["name"], dec(req["value"]))
+                value = None
+            elif op == "global":
+                value = module.__dict__[req["name"]]
+            else:
+                fn = dec(req["obj"]) if "obj" in req else getattr(module, req["fn"])
+                kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
+                value = fn(*[dec(a) for a in req["args"]], **kwargs)
             reply = {"ok": enc(value)}
         except BaseException as exc:
             if isinstance(exc, (SystemExit, KeyboardInterrupt)):

@@ -37,7 +37,7 @@ def enc(v, depth=0):
     if t is bool:
         return ["b", v]
     if t is int:
-        return ["i", str(v)]
+        return ["i", format(v, "x")]
     if t is float:
         return ["f", repr(v)]
     if t is complex:
@@ -51,6 +51,10 @@ def enc(v, depth=0):
     tags = {list: "l", tuple: "t", set: "S", frozenset: "F"}
     if t in tags:
         return [tags[t], [enc(x, depth + 1) for x in v]]
+    if t is Remote:
+        return ["o", object.__getattribute__(v, "_id")]
+    if t is type and BUILTIN_TYPES.get(v.__name__) is v:
+        return ["T", v.__name__]
     raise TypeError(f"cannot pass a {t.__name__} to the submission")
 
 
@@ -69,7 +73,7 @@ def dec(d, depth=0):
     if tag == "b":
         return _exact(d[1], bool)
     if tag == "i":
-        return int(_exact(d[1], str))
+        return int(_exact(d[1], str), 16)
     if tag == "f":
         return float(_exact(d[1], str))
     if tag == "c":
@@ -84,19 +88,81 @@ def dec(d, depth=0):
             k, v = _exact(pair, list)
             out[dec(k, depth + 1)] = dec(v, depth + 1)
         return out
+    if tag == "T":
+        return BUILTIN_TYPES[_exact(d[1], str)]
+    if tag == "o":
+        return Remote(_exact(d[1], int), _exact(d[2], bool), _exact(d[3], str))
     kinds = {"l": list, "t": tuple, "S": set, "F": frozenset}
     if tag in kinds:
         return kinds[tag](dec(x, depth + 1) for x in _exact(d[1], list))
     raise ValueError(f"unknown tag {tag!r}")
 
 
+class Remote:
+    """An object that lives in the submission's process. Equality is identity: nothing the
+    submission defines is ever asked whether it equals an expected value."""
+
+    __slots__ = ("_id", "_truthy", "_type")
+
+    def __init__(self, ident, truthy, tname):
+        object.__setattr__(self, "_id", ident)
+        object.__setattr__(self, "_truthy", truthy)
+        object.__setattr__(self, "_type", tname)
+
+    def __bool__(self):
+        return object.__getattribute__(self, "_truthy")
+
+    def __eq__(self, other):
+        mine = object.__getattribute__(self, "_id")
+        return type(other) is Remote and object.__getattribute__(other, "_id") == mine
+
+    def __hash__(self):
+        return hash(("remote", object.__getattribute__(self, "_id")))
+
+    def __repr__(self):
+        return f"<{object.__getattribute__(self, '_type')} object in the submission>"
+
+    def __getattr__(self, name):
+        ref = ["o", object.__getattribute__(self, "_id")]
+        return request({"op": "getattr", "obj": ref, "name": name})
+
+    def __setattr__(self, name, value):
+        ref = ["o", object.__getattribute__(self, "_id")]
+        request({"op": "setattr", "obj": ref, "name": name, "value": enc(value)})
+
+    def __call__(self, *args, **kwargs):
+        ref = ["o", object.__getattribute__(self, "_id")]
+        kw = {k: enc(v) for k, v in kwargs.items()}
+        return request({"op": "call", "obj": ref, "args": [enc(a) for a in args], "kwargs": kw})
+
+
+BUILTIN_TYPES = {
+    t.__name__: t
+    for t in (
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        type(None),
+        object,
+    )
+}
+
+
 def call(name, args, kwargs):
-    request = {
-        "fn": name,
-        "args": [enc(a) for a in args],
-        "kwargs": {k: enc(v) for k, v in kwargs.items()},
-    }
-    data = (json.dumps(request) + "\n").encode()
+    kw = {k: enc(v) for k, v in kwargs.items()}
+    return request({"fn": name, "args": [enc(a) for a in args], "kwargs": kw})
+
+
+def request(req):
+    data = (json.dumps(req) + "\n").encode()
     try:
         while data:
             data = data[os.write(3, data) :]
@@ -125,8 +191,10 @@ def report(obj):
         data = data[os.write(4, data) :]
 
 
-def run_test(test, names):
+def run_test(test, names, imports=(), variables=()):
     env = {"__name__": "__assay_test__", "__builtins__": builtins}
+    for name in names:  # setup code (MBPP's test_setup_code) may build objects already
+        env[name] = proxy(name)
     if test.get("setup"):
         try:
             exec(compile(test["setup"], "<setup>", "exec"), env)
@@ -134,6 +202,17 @@ def run_test(test, names):
             pass  # a prompt that is not runnable alone only loses its helpers
     for name in names:  # the submission's functions win over the prompt's stubs
         env[name] = proxy(name)
+    for alias, module in imports:  # modules the submission imported, imported here
+        try:
+            env[alias] = __import__(module, fromlist=["_"])
+        except Exception:
+            pass
+    for name in variables:
+        if name not in env:
+            try:
+                env[name] = request({"op": "global", "name": name})
+            except RemoteError:
+                pass
     try:
         exec(compile(test["code"], "<test>", "exec"), env)
         if test.get("call"):
@@ -155,7 +234,9 @@ def main():
     os.unlink(sys.argv[1])
     for i, test in enumerate(spec["tests"]):
         try:
-            result = run_test(test, spec["names"])
+            result = run_test(
+                test, spec["names"], spec.get("imports", []), spec.get("variables", [])
+            )
         except RemoteGone as exc:
             result = {"outcome": "gone", "message": str(exc)}
         result["index"] = i

@@ -1,0 +1,29 @@
+"""Dataset formats, each normalised to :class:`assay.judge.Problem`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ValidationError
+from ..judge import Problem
+from . import evalplus, humaneval, mbpp
+from ._io import read_records
+
+FORMATS = ("humaneval", "humanevalplus", "mbpp", "mbppplus")
+
+
+def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
+    """Load a dataset file as problems. ``tests`` picks EvalPlus's base or plus inputs."""
+    if tests not in ("base", "plus"):
+        raise ValidationError("tests", "must be 'base' or 'plus'")
+    records = read_records(path)
+    if fmt == "humaneval":
+        return humaneval.load(records)
+    if fmt == "mbpp":
+        return mbpp.load(records)
+    if fmt in ("humanevalplus", "mbppplus"):
+        return evalplus.load(records, tests)
+    raise ValidationError("format", f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
+__all__ = ["FORMATS", "load"]

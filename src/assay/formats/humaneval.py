@@ -1,0 +1,32 @@
+"""HumanEval (openai/human-eval): one script test per task, ``check(entry_point)``.
+
+The prompt runs first on the test side (its helpers, e.g. HumanEval/38's ``encode_cyclic``,
+are used by some checks); the submission's functions replace the prompt's stubs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..judge import Problem, TestCase
+from ..types import Limits
+
+LIMITS = Limits(time_s=10.0, memory_mb=1024)
+
+
+def problem(rec: dict[str, Any]) -> Problem:
+    entry = rec["entry_point"]
+    test = TestCase(
+        kind="script", code=rec["test"], options={"setup": rec["prompt"], "call": f"check({entry})"}
+    )
+    return Problem(
+        rec["task_id"],
+        [test],
+        limits=LIMITS,
+        references=[rec["prompt"] + rec["canonical_solution"]],
+        metadata={"prompt": rec["prompt"], "entry_point": entry},
+    )
+
+
+def load(records: list[dict[str, Any]]) -> list[Problem]:
+    return [problem(r) for r in records]
