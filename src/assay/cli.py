@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -190,6 +191,87 @@ def doctor(
     console.print(
         "[green]All mandatory controls are available; every sandbox uses all of the above.[/]"
     )
+
+
+@app.command("eval")
+def eval_(
+    dataset: Annotated[
+        Path, typer.Argument(help="Dataset file (JSON Lines, .gz, or a JSON array).")
+    ],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", help="humaneval, humanevalplus, mbpp, mbppplus, humaneval-x."
+        ),
+    ],
+    samples: Annotated[
+        Path, typer.Option("--samples", help='JSONL rows {"task_id", "completion"|"solution"}.')
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Where to write one JSON row per sample.")],
+    tests: Annotated[str, typer.Option("--tests", help="EvalPlus inputs: base or plus.")] = "plus",
+    workers: Annotated[int, typer.Option("--workers", help="Samples judged at once.")] = 2,
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
+    ] = False,
+) -> None:
+    """Judge a file of samples against a dataset; writes a row per sample and prints a summary.
+
+    Example: [bold]assay eval ../shared/corpora/humaneval/HumanEval.jsonl.gz --format humaneval
+    --samples samples.jsonl --out results.jsonl[/]
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from .evaluate import evaluate, summarize
+    from .formats import FORMATS
+
+    if fmt not in FORMATS:
+        err_console.print(f"[red]error:[/] --format: unknown format {fmt!r}")
+        raise typer.Exit(EXIT_USAGE)
+    runner = _runner(insecure)
+    mix: dict[str, int] = {}
+    try:
+        with Progress(
+            TextColumn("judging"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[mix]}"),
+            console=err_console,
+        ) as progress:
+            task = progress.add_task("eval", total=None, rate="", mix="")
+            started = time.monotonic()
+
+            def tick(row: dict[str, Any]) -> None:
+                mix[row["verdict"]] = mix.get(row["verdict"], 0) + 1
+                done = sum(mix.values())
+                rate = done / max(1e-9, time.monotonic() - started)
+                text = " ".join(f"{k}:{v}" for k, v in sorted(mix.items()))
+                progress.update(task, advance=1, rate=f"{rate:.1f}/s", mix=text)
+
+            rows = evaluate(dataset, fmt, samples, out, tests, workers, runner, on_result=tick)
+    except ValidationError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
+    finally:
+        runner.close()
+    summary = summarize(rows)
+    table = Table(title=f"{fmt}: {summary['samples']} samples, {summary['tasks']} tasks")
+    table.add_column("measure")
+    table.add_column("value")
+    table.add_row("accepted", f"{summary['accepted']} / {summary['samples']}")
+    for verdict, count in summary["verdicts"].items():
+        table.add_row(f"  {verdict}", str(count))
+    for key in ("pass@1", "pass@10", "pass@100"):
+        if key in summary:
+            table.add_row(key, f"{summary[key]:.4f}")
+    console.print(table)
 
 
 @app.command()

@@ -50,3 +50,9 @@ def test_mbpp_style_asserts_and_setup(judge: Judge) -> None:
     )
     j = judge.judge(Submission(problem, "def add(a, b):\n    return a + b\n"))
     assert [t.verdict for t in j.tests] == ["accepted", "accepted", "accepted", "wrong_answer"]
+
+
+def test_unparsable_or_hostile_source_is_a_runtime_error(judge: Judge) -> None:
+    for code in (PROMPT + "    return (\n", "x = " + "(" * 100_000 + ")" * 100_000):
+        j = judge.judge(Submission(PROBLEM, code))
+        assert j.verdict == "runtime_error", j.reason

@@ -34,7 +34,7 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
     other top-level names (fetched as values or opaque handles)."""
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return [], [], []
     names: list[str] = []
     imports: list[tuple[str, str]] = []
@@ -55,6 +55,13 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
 def run_scripts(
     runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
 ) -> list[TestResult]:
+    try:
+        compile(code, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        # It would not run at all (the test side would only meet the prompt's stubs).
+        return [
+            TestResult(i, "runtime_error", message=f"{type(exc).__name__}: {exc}") for i, _ in tests
+        ]
     names, imports, variables = defined_names(code)
     spec = {
         "names": names,
