@@ -284,11 +284,12 @@ def demo(
 
     Example: [bold]assay demo[/]
     """
-    from .demo import run_demo
+    from .demo import run_demo, run_eval_demo
 
     runner = _runner(insecure)
     try:
         run_demo(runner, console)
+        run_eval_demo(runner, console)
     finally:
         runner.close()
 

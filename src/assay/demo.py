@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
@@ -132,3 +136,53 @@ def run_demo(runner: Runner, console: Console) -> int:
         f"{len(SAMPLES)} programs in {time.monotonic() - start:.1f} s; {surprises} unexpected."
     )
     return surprises
+
+
+#: The shared corpora sit beside the repository (``../shared/corpora``); ASSAY_CORPORA overrides.
+CORPORA = Path(
+    os.environ.get(
+        "ASSAY_CORPORA", Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
+    )
+)
+HUMANEVAL = CORPORA / "humaneval" / "HumanEval.jsonl.gz"
+HUMANEVAL_SAMPLES = Path(__file__).with_name("demo_data") / "humaneval_samples.jsonl"
+
+
+def run_eval_demo(runner: Runner, console: Console, dataset: Path = HUMANEVAL) -> int:
+    """Judge the bundled HumanEval samples (correct, wrong, hostile, reward hacking)."""
+    from .evaluate import evaluate, summarize
+
+    if not dataset.exists():
+        console.print(f"[yellow]HumanEval not found at {dataset}; skipping the judging demo.[/]")
+        return 0
+    lines = HUMANEVAL_SAMPLES.read_text().splitlines()
+    labels = [json.loads(line)["label"] for line in lines]
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = evaluate(
+            dataset, "humaneval", HUMANEVAL_SAMPLES, Path(tmp) / "results.jsonl", runner=runner
+        )
+    by_key = {(r["task_id"], r["sample_index"]): r for r in rows}
+    table = Table(title="Assay judging demo: HumanEval samples")
+    for col in ("task", "sample", "verdict", "reward", "reason"):
+        table.add_column(col)
+    counts: dict[str, int] = {}
+    for line, label in zip(lines, labels, strict=True):
+        task = json.loads(line)["task_id"]
+        index = counts.get(task, 0)
+        counts[task] = index + 1
+        r = by_key[(task, index)]
+        colour = "green" if r["verdict"] == "accepted" else "yellow"
+        table.add_row(
+            task, label, f"[{colour}]{r['verdict']}[/]", str(r["reward"]), r["reason"][:70]
+        )
+    console.print(table)
+    summary = summarize(rows)
+    console.print(
+        f"accepted {summary['accepted']}/{summary['samples']}; pass@1 {summary.get('pass@1', 0):.3f}"
+    )
+    hacked = sum(
+        1
+        for r, label in zip(rows, labels, strict=False)
+        if label.startswith("hack") and r["verdict"] == "accepted"
+    )
+    return hacked
