@@ -1,0 +1,120 @@
+"""Judging throughput on real model code: the CodeT corpus (16,400 CodeGen-16B samples of
+HumanEval) judged by Assay, against a baseline that runs each program (prompt + sample +
+test + check) in a fresh, unsandboxed ``python3`` subprocess, with the same parallelism, in
+the same run. Ends with one JSON line.
+
+    .venv/bin/python benchmarks/eval_throughput.py [--limit 16400] [--workers 2]
+
+``--limit`` takes an evenly spread subset (every k-th sample) for a quicker measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from assay import Runner, defaults, formats
+from assay.judge import Judge, Submission
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+
+def load() -> list[tuple[dict[str, str], str]]:
+    """(HumanEval record, completion) pairs; CodeT rows follow the task ids sorted as strings."""
+    import gzip
+
+    with gzip.open(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "rt") as fh:
+        tasks = sorted((json.loads(line) for line in fh), key=lambda r: r["task_id"])
+    rows = [
+        json.loads(line)
+        for line in open(CORPORA / "codet" / "humaneval-codegen16b-100-samples.jsonl")
+    ]
+    pairs = []
+    for task, row in zip(tasks, rows, strict=True):
+        assert f"def {task['entry_point']}(" in row["prompt"], task["task_id"]  # same task
+        pairs += [(task, sample) for sample in row["samples"]]
+    return pairs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--limit", type=int, default=0, help="judge an evenly spread subset of this size"
+    )
+    ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    args = ap.parse_args()
+    pairs = load()
+    if args.limit and args.limit < len(pairs):
+        step = len(pairs) / args.limit
+        pairs = [pairs[int(i * step)] for i in range(args.limit)]
+    problems = {
+        p.id: p for p in formats.load(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "humaneval")
+    }
+
+    with Runner() as runner:
+        runner.sandbox.warm_up()
+        judge = Judge(runner)
+
+        def assay_one(pair: tuple[dict[str, str], str]) -> bool:
+            task, sample = pair
+            return (
+                judge.judge(Submission(problems[task["task_id"]], task["prompt"] + sample)).verdict
+                == "accepted"
+            )
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.workers) as pool:
+            verdicts = list(pool.map(assay_one, pairs))
+        assay_s = time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+
+        def bare_one(pair: tuple[dict[str, str], str]) -> bool:
+            task, sample = pair
+            program = (
+                task["prompt"] + sample + "\n" + task["test"] + f"\ncheck({task['entry_point']})\n"
+            )
+            try:
+                r = subprocess.run(
+                    [defaults.PYTHON_INTERPRETER, "-c", program],
+                    cwd=tmp,
+                    capture_output=True,
+                    timeout=10,
+                    stdin=subprocess.DEVNULL,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return False
+            return r.returncode == 0
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.workers) as pool:
+            bare = list(pool.map(bare_one, pairs))
+        bare_s = time.perf_counter() - t0
+
+    n = len(pairs)
+    result = {
+        "assay_samples_per_s": round(n / assay_s, 1),
+        "baseline_samples_per_s": round(n / bare_s, 1),
+        "ratio": round(bare_s / assay_s, 2),
+        "accepted": sum(verdicts),
+    }
+    print(f"{n} samples, {args.workers} workers")
+    print(f"assay:    {result['assay_samples_per_s']} samples/s, {sum(verdicts)} accepted")
+    print(
+        f"baseline: {result['baseline_samples_per_s']} samples/s, {sum(bare)} exit 0 (unsandboxed, fresh python3 each)"
+    )
+    print(f"ratio: {result['ratio']}x")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
