@@ -91,7 +91,10 @@ def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
         f"(alone: {alone_cpu:.3f} s), {busy_wall:.2f} s wall per run"
     )
     assert busy_out == alone_out
-    assert abs(busy_cpu - alone_cpu) <= 0.3 * alone_cpu, (
+    # CPU time itself is not load-free on shared cores (hyperthread and cache contention
+    # inflated it by up to ~50 % here), so the claim is about the verdict: the program stays
+    # inside its 1 s budget with margin, and it is not charged for the hogs' time.
+    assert busy_cpu <= 1.6 * alone_cpu and busy_cpu < 1.0, (
         f"CPU time under load {busy_cpu:.3f} s vs {alone_cpu:.3f} s alone"
     )
     assert busy_wall > 2 * alone_cpu, (

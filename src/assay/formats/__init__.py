@@ -6,10 +6,10 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from ..judge import Problem
-from . import evalplus, humaneval, humanevalx, mbpp
+from . import apps, evalplus, humaneval, humanevalx, mbpp
 from ._io import read_records
 
-FORMATS = ("humaneval", "humanevalplus", "mbpp", "mbppplus", "humaneval-x")
+FORMATS = ("humaneval", "humanevalplus", "mbpp", "mbppplus", "humaneval-x", "apps")
 
 
 def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
@@ -19,6 +19,8 @@ def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
     records = read_records(path)
     if fmt == "humaneval":
         return humaneval.load(records)
+    if fmt in ("apps", "taco"):
+        return apps.load(records)
     if fmt == "humaneval-x":
         return humanevalx.load(records)
     if fmt == "mbpp":

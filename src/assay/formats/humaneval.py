@@ -17,7 +17,9 @@ LIMITS = Limits(time_s=10.0, memory_mb=1024)
 def problem(rec: dict[str, Any]) -> Problem:
     entry = rec["entry_point"]
     test = TestCase(
-        kind="script", code=rec["test"], options={"setup": rec["prompt"], "call": f"check({entry})"}
+        kind="script",
+        code=rec["test"],
+        options={"setup": rec["prompt"], "call": f"check({entry})", "requires": [entry]},
     )
     return Problem(
         rec["task_id"],

@@ -3,6 +3,7 @@ the function directly and ends with ``check(entry)``; the prompt runs first on t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import ValidationError
@@ -13,7 +14,11 @@ LIMITS = Limits(time_s=10.0, memory_mb=1024)
 
 
 def problem(rec: dict[str, Any]) -> Problem:
-    test = TestCase(kind="script", code=rec["test"], options={"setup": rec["prompt"]})
+    entry = rec.get("entry_point") or _entry(
+        rec["declaration"] if "declaration" in rec else rec["prompt"]
+    )
+    options: dict[str, Any] = {"setup": rec["prompt"], "requires": [entry] if entry else []}
+    test = TestCase(kind="script", code=rec["test"], options=options)
     return Problem(
         rec["task_id"],
         [test],
@@ -21,6 +26,12 @@ def problem(rec: dict[str, Any]) -> Problem:
         references=[rec["prompt"] + rec["canonical_solution"]],
         metadata={"prompt": rec["prompt"], "language": "python"},
     )
+
+
+def _entry(source: str) -> str:
+    """The last function the prompt declares (the one to implement)."""
+    names = re.findall(r"^def (\w+)\(", source, flags=re.MULTILINE)
+    return names[-1] if names else ""
 
 
 def load(records: list[dict[str, Any]]) -> list[Problem]:

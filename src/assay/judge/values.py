@@ -143,3 +143,12 @@ def equal(got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0) -> bool:
     if isinstance(want, complex):
         return equal(got.real, want.real, atol, rtol) and equal(got.imag, want.imag, atol, rtol)
     return bool(got == want)
+
+
+def tuples_to_lists(value: Any) -> Any:
+    """Tuples (at any depth) as lists: JSON datasets cannot tell them apart."""
+    if isinstance(value, tuple | list):
+        return [tuples_to_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: tuples_to_lists(v) for k, v in value.items()}
+    return value

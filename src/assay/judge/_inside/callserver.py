@@ -124,7 +124,12 @@ def main():
             elif op == "global":
                 value = module.__dict__[req["name"]]
             else:
-                fn = dec(req["obj"]) if "obj" in req else getattr(module, req["fn"])
+                if "obj" in req:
+                    fn = dec(req["obj"])
+                elif hasattr(module, req["fn"]) or not hasattr(module, "Solution"):
+                    fn = getattr(module, req["fn"])
+                else:  # LeetCode style: a method of class Solution
+                    fn = getattr(module.Solution(), req["fn"])
                 kwargs = {k: dec(v) for k, v in req.get("kwargs", {}).items()}
                 value = fn(*[dec(a) for a in req["args"]], **kwargs)
             reply = {"ok": enc(value)}
