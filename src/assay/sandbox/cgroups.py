@@ -67,8 +67,11 @@ class CgroupBackend(Protocol):
 
 
 def _read(path: str) -> str:
-    with open(path) as fh:
-        return fh.read()
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536).decode()
+    finally:
+        os.close(fd)
 
 
 def _write(path: str, value: str) -> None:
@@ -178,24 +181,36 @@ class _V1Run:
         self.dirs = dirs
         self.path = dirs["memory"]
         self.memsw = memsw
+        mem = dirs["memory"]
+        self._limit = os.path.join(mem, "memory.limit_in_bytes")
+        self._memsw_limit = os.path.join(mem, "memory.memsw.limit_in_bytes")
+        self._pids = os.path.join(dirs["pids"], "pids.max")
+        self._cpu = os.path.join(dirs["cpuacct"], "cpuacct.usage")
+        self._peak = os.path.join(mem, "memory.max_usage_in_bytes")
+        self._memsw_peak = os.path.join(mem, "memory.memsw.max_usage_in_bytes")
+        self._written: CgroupLimits | None = None  # a new cgroup starts unlimited
 
     def arm(self, limits: CgroupLimits) -> None:
-        mem = self.dirs["memory"]
-        value = str(limits.memory_bytes)
-        # memsw must stay >= mem: order the writes by direction of the change.
-        current = int(_read(os.path.join(mem, "memory.limit_in_bytes")))
-        pairs = [("memory.limit_in_bytes", value)]
+        """Limits are written only when they change (runs mostly share them); the counters
+        are zeroed every time, since the armed program process already ran in here."""
+        last = self._written
+        if last is None or last.memory_bytes != limits.memory_bytes:
+            value = str(limits.memory_bytes)
+            pairs = [(self._limit, value)]
+            if self.memsw:
+                # memsw must stay >= mem: raise memsw first, lower it last.
+                pairs.append((self._memsw_limit, value))
+                if last is not None and limits.memory_bytes > last.memory_bytes:
+                    pairs.reverse()
+            for path, val in pairs:
+                _write(path, val)
+        if last is None or last.pids != limits.pids:
+            _write(self._pids, str(limits.pids))
+        self._written = limits
+        _write(self._cpu, "0")
+        _write(self._peak, "0")
         if self.memsw:
-            pairs.append(("memory.memsw.limit_in_bytes", value))
-            if limits.memory_bytes > current:
-                pairs.reverse()
-        for name, val in pairs:
-            _write(os.path.join(mem, name), val)
-        _write(os.path.join(self.dirs["pids"], "pids.max"), str(limits.pids))
-        _write(os.path.join(self.dirs["cpuacct"], "cpuacct.usage"), "0")
-        _write(os.path.join(mem, "memory.max_usage_in_bytes"), "0")
-        if self.memsw:
-            _write(os.path.join(mem, "memory.memsw.max_usage_in_bytes"), "0")
+            _write(self._memsw_peak, "0")
 
     def procs_fds(self) -> list[int]:
         return [
@@ -204,14 +219,10 @@ class _V1Run:
         ]
 
     def cpu_seconds(self) -> float:
-        return int(_read(os.path.join(self.dirs["cpuacct"], "cpuacct.usage"))) / 1e9
+        return int(_read(self._cpu)) / 1e9
 
     def peak_memory_bytes(self) -> int:
-        d = self.dirs["memory"]
-        sw = os.path.join(d, "memory.memsw.max_usage_in_bytes")
-        if os.path.exists(sw):
-            return int(_read(sw))
-        return int(_read(os.path.join(d, "memory.max_usage_in_bytes")))
+        return int(_read(self._memsw_peak if self.memsw else self._peak))
 
     def oom_killed(self) -> bool:
         for line in _read(os.path.join(self.dirs["memory"], "memory.oom_control")).splitlines():
@@ -264,9 +275,7 @@ class CgroupV1:
         dirs = {c: os.path.join(p, self.session, name) for c, p in self.parents.items()}
         for d in dirs.values():
             os.mkdir(d)
-        run = _V1Run(dirs, self._memsw)
-        run.arm(limits)
-        return run
+        return _V1Run(dirs, self._memsw)  # limits are written when a run is armed
 
     def reclaim_stale(self) -> int:
         n = 0

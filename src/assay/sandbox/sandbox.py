@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import fcntl
 import itertools
 import json
 import os
@@ -319,9 +320,19 @@ def _cg_limits(limits: Limits) -> cgroups.CgroupLimits:
     return cgroups.CgroupLimits(memory_bytes=limits.memory_mb << 20, pids=limits.processes)
 
 
+_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+
+
 def _readonly_memfd(data: bytes) -> int:
-    fd = wire.memfd_with(data, "stdin")
+    """A memfd holding ``data`` that nobody can change any more (sealed)."""
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-    finally:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+    except BaseException:
         os.close(fd)
+        raise
+    return fd

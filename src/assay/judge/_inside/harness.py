@@ -168,7 +168,10 @@ def request(req):
             data = data[os.write(3, data) :]
     except OSError:
         raise RemoteGone("the submission's process is gone") from None
-    line = _reader.readline(MAX_REPLY)
+    try:
+        line = _reader.readline(MAX_REPLY)
+    except OSError:  # reset by a peer that died with our request unread
+        raise RemoteGone("the submission's process is gone") from None
     if not line.endswith(b"\n"):
         raise RemoteGone("the submission's process is gone")
     reply = json.loads(line)

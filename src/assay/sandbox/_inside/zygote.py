@@ -241,7 +241,7 @@ class Slot:
                 abi,
                 read_paths=["/"],
                 write_paths=[self.cfg["workdir"], "/tmp", "/dev/shm"],
-                device_paths=[f"/dev/{d}" for d in rootfs.DEVICES],
+                device_paths=["/dev"],  # read-only tmpfs: only the device nodes are writable
             )
             # Out of the way of the stdio and pipe fds the program process sets up.
             self.ruleset = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
