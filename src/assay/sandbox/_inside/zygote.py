@@ -200,6 +200,10 @@ class Slot:
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             linux.sethostname("sandbox")
+            # Empty bounding set, once: every program process inherits it, so no capability
+            # can come back, even through an exec (this process keeps the ones it holds).
+            for cap in range(self.z._cap_last + 1):
+                linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0)
             rootfs.enter(cfg["root"])
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
@@ -377,8 +381,6 @@ def _program(
         os.setsid()
         os.chdir(cfg["workdir"])
         uid, gid = cfg["uid"], cfg["gid"]
-        for cap in range(z._cap_last + 1):  # no capability can come back, even through exec
-            linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0)
         if not cfg["userns"]:
             os.setgroups([])
         os.setresgid(gid, gid, gid)
