@@ -6,10 +6,20 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from ..judge import Problem
-from . import apps, evalplus, humaneval, humanevalx, mbpp
+from . import acecoder, apps, codecontests, evalplus, humaneval, humanevalx, mbpp, prime
 from ._io import read_records
 
-FORMATS = ("humaneval", "humanevalplus", "mbpp", "mbppplus", "humaneval-x", "apps")
+FORMATS = (
+    "humaneval",
+    "humanevalplus",
+    "mbpp",
+    "mbppplus",
+    "humaneval-x",
+    "apps",
+    "codecontests",
+    "prime",
+    "acecoder",
+)
 
 
 def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
@@ -19,6 +29,12 @@ def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
     records = read_records(path)
     if fmt == "humaneval":
         return humaneval.load(records)
+    if fmt == "codecontests":
+        return codecontests.load(records)
+    if fmt == "prime":
+        return prime.load(records)
+    if fmt == "acecoder":
+        return acecoder.load(records)
     if fmt in ("apps", "taco"):
         return apps.load(records)
     if fmt == "humaneval-x":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -71,7 +72,9 @@ def _param_types(rec: dict[str, Any]) -> dict[int, str]:
     if not allowed:
         return {}
     try:
-        tree = ast.parse(rec["prompt"] + rec["canonical_solution"])
+        with warnings.catch_warnings():  # dataset code: its style warnings are not ours
+            warnings.simplefilter("ignore")
+            tree = ast.parse(rec["prompt"] + rec["canonical_solution"])
     except SyntaxError:
         return {}
     for node in ast.walk(tree):

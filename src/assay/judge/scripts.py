@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import threading
+import warnings
 from importlib import resources
 
 from ..runner import Runner
@@ -33,7 +34,9 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
     through proxies), the modules it imports (imported afresh on the test side), and its
     other top-level names (fetched as values or opaque handles)."""
     try:
-        tree = ast.parse(code)
+        with warnings.catch_warnings():  # the submission's warnings are not the host's
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return [], [], []
     names: list[str] = []
@@ -56,7 +59,9 @@ def run_scripts(
     runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
 ) -> list[TestResult]:
     try:
-        compile(code, "solution.py", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(code, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
         # It would not run at all (the test side would only meet the prompt's stubs).
         return [
