@@ -7,7 +7,8 @@ import atexit
 import collections
 import hashlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from . import languages
 from .errors import ValidationError
@@ -45,7 +46,28 @@ class Runner:
         stdin: str | bytes = b"",
         limits: Limits | None = None,
         files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        collect: Sequence[str] = (),
     ) -> ExecResult:
+        """Build (cached) and run ``code``; ``args`` follow the program on its command line,
+        ``collect`` names work-dir files to return in ``ExecResult.files``."""
+        request = self.request(code, language, stdin, limits, files, args, collect)
+        if isinstance(request, ExecResult):
+            return request
+        return self.sandbox.execute(request)
+
+    def request(
+        self,
+        code: str | bytes,
+        language: str = "python",
+        stdin: str | bytes = b"",
+        limits: Limits | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        collect: Sequence[str] = (),
+    ) -> RunRequest | ExecResult:
+        """The sandbox request that runs ``code`` (compiling it first, cached), or the
+        ``compile_error`` result."""
         lang = languages.get(language)
         source = code.encode() if isinstance(code, str) else code
         if not isinstance(source, bytes):
@@ -62,7 +84,8 @@ class Runner:
                 return built
             artifact = built
         program = lang.program(source, artifact)
-        return self.sandbox.execute(languages.request(program, data, limits or Limits(), extra))
+        req = languages.request(program, data, limits or Limits(), extra)
+        return replace(req, argv=[*req.argv, *args], collect=list(collect))
 
     async def run_async(
         self,

@@ -10,8 +10,9 @@ from ..runner import Runner
 from ..types import ExecResult
 from . import compare
 from .calls import run_calls
+from .checker import check
 from .scripts import run_scripts
-from .types import Judgement, Submission, TestCase, TestResult, Verdict
+from .types import Judgement, Problem, Submission, TestCase, TestResult, Verdict
 
 _STATUS_TO_VERDICT: dict[str, Verdict] = {
     "runtime_error": "runtime_error",
@@ -60,7 +61,7 @@ class Judge:
                 raise ValidationError(
                     f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
                 )
-            if test.expected is None:
+            if test.expected is None and problem.checker is None:
                 raise ValidationError(
                     f"tests[{i}].expected", "a stdio test needs an expected output"
                 )
@@ -77,7 +78,7 @@ class Judge:
             result = self.runner.run(
                 submission.code, submission.language, test.input, problem.limits
             )
-            tr = self._grade(i, test, result)
+            tr = self._grade(problem, i, test, result)
             results.append(tr)
             if tr.verdict == "compile_error":
                 break  # every test would say the same
@@ -86,7 +87,9 @@ class Judge:
         results.sort(key=lambda r: r.index)
         return _overall(results, len(problem.tests))
 
-    def _grade(self, index: int, test: TestCase, result: ExecResult) -> TestResult:
+    def _grade(
+        self, problem: Problem, index: int, test: TestCase, result: ExecResult
+    ) -> TestResult:
         common = {
             "cpu_s": result.cpu_s,
             "wall_s": result.wall_s,
@@ -95,6 +98,8 @@ class Judge:
         if result.status != "ok":
             tail = result.stderr.decode(errors="replace")[-500:]
             return TestResult(index, _STATUS_TO_VERDICT[result.status], message=tail, **common)  # type: ignore[arg-type]
+        if problem.checker is not None:
+            return check(self.runner, problem, index, test, result)
         assert test.expected is not None
         ok, message = compare.get(test.compare)(result.stdout_text, test.expected, test.options)
         return TestResult(index, "accepted" if ok else "wrong_answer", message=message, **common)  # type: ignore[arg-type]
