@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from assay import Runner
+from assay.judge import Problem, TestCase
+from assay.judge.limits import derive_time_limit
+
+
+def test_time_limit_from_reference(runner: Runner) -> None:
+    slow = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4:\n    pass\nprint(input())"
+    p = Problem("echo", [TestCase(input="x\n", expected="x\n")], references=[slow])
+    derived = derive_time_limit(runner, p)
+    assert derived.limits.time_s >= 1.6  # 4 x ~0.4 s
+    assert derived.metadata["time_limit_s"] == derived.limits.time_s
+    fast = derive_time_limit(
+        runner, Problem("e", [TestCase(input="y\n", expected="y\n")], references=["print(input())"])
+    )
+    assert fast.limits.time_s == 1.0  # the floor
+
+
+def test_failing_reference_leaves_limits_alone(runner: Runner) -> None:
+    p = Problem("bad", [TestCase(input="", expected="1\n")], references=["print(2)"])
+    derived = derive_time_limit(runner, p)
+    assert (
+        derived.limits == p.limits
+        and derived.metadata["time_limit_source"] == "reference wrong_answer"
+    )
