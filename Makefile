@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 APT_STAMP := .venv-apt-stamp
-APT_PACKAGES := python3 python3-venv python3-numpy gcc g++ libseccomp2 procps
+APT_PACKAGES := python3 python3-venv python3-numpy python3-pytest gcc g++ libseccomp2 procps
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.

@@ -78,3 +78,20 @@ def test_bad_records_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as info:
         _load(tmp_path, "acecoder", {"id": "y", "test_cases": "assert x"})
     assert info.value.field == "test_cases"
+
+
+KODCODE = {
+    "question_id": "kod-1",
+    "question": "Add two numbers.",
+    "solution": "def add(a, b):\n    return a + b\n",
+    "test": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+}
+
+
+def test_kodcode_pytest(tmp_path: Path, runner: Runner) -> None:
+    (p,) = _load(tmp_path, "kodcode", KODCODE)
+    assert Judge(runner).judge(Submission(p, p.references[0])).verdict == "accepted"
+    assert (
+        Judge(runner).judge(Submission(p, "def add(a, b):\n    return 0\n")).verdict
+        == "wrong_answer"
+    )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from ..judge import Problem
-from . import acecoder, apps, codecontests, evalplus, humaneval, humanevalx, mbpp, prime
+from . import acecoder, apps, codecontests, evalplus, humaneval, humanevalx, kodcode, mbpp, prime
 from ._io import read_records
 
 FORMATS = (
@@ -19,6 +19,7 @@ FORMATS = (
     "codecontests",
     "prime",
     "acecoder",
+    "kodcode",
 )
 
 
@@ -33,6 +34,8 @@ def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
         return codecontests.load(records)
     if fmt == "prime":
         return prime.load(records)
+    if fmt == "kodcode":
+        return kodcode.load(records)
     if fmt == "acecoder":
         return acecoder.load(records)
     if fmt in ("apps", "taco"):

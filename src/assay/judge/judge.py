@@ -46,7 +46,7 @@ class Judge:
                     )
                 calls.append((i, test))
                 continue
-            if test.kind == "script":
+            if test.kind in ("script", "pytest"):
                 if not test.code:
                     raise ValidationError(
                         f"tests[{i}].code", "a script test needs its test program"
@@ -73,7 +73,7 @@ class Judge:
         if scripts:
             results.extend(run_scripts(self.runner, code, scripts, problem.limits))
         for i, test in enumerate(problem.tests):
-            if test.kind in ("call", "script"):
+            if test.kind in ("call", "script", "pytest"):
                 continue
             result = self.runner.run(
                 submission.code, submission.language, test.input, problem.limits

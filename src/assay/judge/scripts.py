@@ -75,7 +75,12 @@ def run_scripts(
         "imports": imports,
         "variables": [v for v in variables if v not in names],
         "tests": [
-            {"setup": t.options.get("setup", ""), "code": t.code, "call": t.options.get("call", "")}
+            {
+                "setup": t.options.get("setup", ""),
+                "code": t.code,
+                "call": t.options.get("call", ""),
+                "pytest": t.kind == "pytest",
+            }
             for _, t in tests
         ],
     }

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import traceback
+import types
 
 
 class RemoteError(Exception):
@@ -231,15 +232,75 @@ def run_test(test, names, imports=(), variables=()):
     return {"outcome": "passed"}
 
 
+class _SolutionModule(types.ModuleType):
+    """``import solution`` on the test side: every attribute is a proxy to the submission."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = proxy(name)
+        setattr(self, name, value)
+        return value
+
+
+def run_pytest(test, names):
+    """A pytest file (KodCode style) run here, against proxies, with plugin autoload off and
+    no conftest.py: the only files on this side are ours."""
+    import pytest
+
+    module = _SolutionModule("solution")
+    for name in names:
+        setattr(module, name, proxy(name))
+    sys.modules["solution"] = module
+    with open("/work/test_solution.py", "w") as fh:
+        fh.write(test["code"])
+    outcomes = []
+
+    class Collect:
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+                outcomes.append((report.nodeid, report.outcome, str(report.longrepr or "")[-400:]))
+
+        def pytest_collectreport(self, report):
+            if report.outcome == "failed":
+                outcomes.append((report.nodeid, "failed", str(report.longrepr or "")[-400:]))
+
+    code = pytest.main(
+        [
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--noconftest",
+            "--rootdir",
+            "/work",
+            "/work/test_solution.py",
+        ],
+        plugins=[Collect()],
+    )
+    if not outcomes or int(code) not in (0, 1):
+        return {"outcome": "failed", "message": f"pytest exit {int(code)}: no test ran"}
+    bad = [(n, t) for n, o, t in outcomes if o != "passed"]
+    if not bad:
+        return {"outcome": "passed"}
+    text = " ".join(t for _, t in bad)
+    if "RemoteGone" in text:
+        return {"outcome": "gone", "message": "the submission's process is gone"}
+    outcome = "raised" if "RemoteError" in text else "failed"
+    return {"outcome": outcome, "message": "; ".join(f"{n}: {t[-200:]}" for n, t in bad)[:500]}
+
+
 def main():
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
     os.unlink(sys.argv[1])
     for i, test in enumerate(spec["tests"]):
         try:
-            result = run_test(
-                test, spec["names"], spec.get("imports", []), spec.get("variables", [])
-            )
+            if test.get("pytest"):
+                result = run_pytest(test, spec["names"])
+            else:
+                result = run_test(
+                    test, spec["names"], spec.get("imports", []), spec.get("variables", [])
+                )
         except RemoteGone as exc:
             result = {"outcome": "gone", "message": str(exc)}
         result["index"] = i
