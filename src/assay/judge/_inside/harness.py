@@ -246,6 +246,7 @@ class _SolutionModule(types.ModuleType):
 def run_pytest(test, names):
     """A pytest file (KodCode style) run here, against proxies, with plugin autoload off and
     no conftest.py: the only files on this side are ours."""
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     import pytest
 
     module = _SolutionModule("solution")
