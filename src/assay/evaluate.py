@@ -71,10 +71,15 @@ def evaluate(
     runner: Runner | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    problems = {p.id: p for p in formats.load(dataset, fmt, tests)}
-    samples = read_samples(samples_path, problems, fmt)
     own = runner is None
     runner = runner or Runner()
+    try:
+        problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner)}
+        samples = read_samples(samples_path, problems, fmt)
+    except BaseException:
+        if own:
+            runner.close()
+        raise
     judge = Judge(runner)
     ready: dict[str, Problem] = {}
     locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)

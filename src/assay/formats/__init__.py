@@ -6,7 +6,19 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from ..judge import Problem
-from . import acecoder, apps, codecontests, evalplus, humaneval, humanevalx, kodcode, mbpp, prime
+from ..runner import Runner
+from . import (
+    acecoder,
+    apps,
+    codecontests,
+    evalplus,
+    humaneval,
+    humanevalx,
+    kodcode,
+    livecodebench,
+    mbpp,
+    prime,
+)
 from ._io import read_records
 
 FORMATS = (
@@ -20,11 +32,15 @@ FORMATS = (
     "prime",
     "acecoder",
     "kodcode",
+    "livecodebench",
 )
 
 
-def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
-    """Load a dataset file as problems. ``tests`` picks EvalPlus's base or plus inputs."""
+def load(
+    path: str | Path, fmt: str, tests: str = "plus", runner: Runner | None = None
+) -> list[Problem]:
+    """Load a dataset file as problems. ``tests`` picks EvalPlus's base or plus inputs;
+    ``runner`` (a sandbox) is needed to decode LiveCodeBench's private tests."""
     if tests not in ("base", "plus"):
         raise ValidationError("tests", "must be 'base' or 'plus'")
     records = read_records(path)
@@ -34,6 +50,8 @@ def load(path: str | Path, fmt: str, tests: str = "plus") -> list[Problem]:
         return codecontests.load(records)
     if fmt == "prime":
         return prime.load(records)
+    if fmt == "livecodebench":
+        return livecodebench.load(records, runner)
     if fmt == "kodcode":
         return kodcode.load(records)
     if fmt == "acecoder":
