@@ -14,6 +14,7 @@ from . import (
     evalplus,
     humaneval,
     humanevalx,
+    kattis,
     kodcode,
     livecodebench,
     mbpp,
@@ -33,6 +34,7 @@ FORMATS = (
     "acecoder",
     "kodcode",
     "livecodebench",
+    "kattis",
 )
 
 
@@ -43,6 +45,8 @@ def load(
     ``runner`` (a sandbox) is needed to decode LiveCodeBench's private tests."""
     if tests not in ("base", "plus"):
         raise ValidationError("tests", "must be 'base' or 'plus'")
+    if fmt == "kattis":
+        return kattis.load(path)
     records = read_records(path)
     if fmt == "humaneval":
         return humaneval.load(records)
