@@ -87,7 +87,7 @@ def main() -> None:
                     [defaults.PYTHON_INTERPRETER, "-c", program],
                     cwd=tmp,
                     capture_output=True,
-                    timeout=10,
+                    timeout=problems[task["task_id"]].limits.time_s,
                     stdin=subprocess.DEVNULL,
                     check=False,
                 )

