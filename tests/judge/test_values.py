@@ -44,7 +44,20 @@ def test_subclasses_and_objects_are_refused() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [["x"], [], "s", ["i", 5], ["l", "notalist"], ["d", [["s"]]], ["f", 1.0], ["b", 1]],
+    [
+        ["x"],
+        [],
+        "s",
+        ["i", 5],
+        ["l", "notalist"],
+        ["d", [["s"]]],
+        ["f", 1.0],
+        ["b", 1],
+        ["S", [["l", []]]],  # unhashable member
+        ["d", [[["l", []], ["n"]]]],  # unhashable key
+        ["i", "zz"],
+        ["o", 1],
+    ],
 )
 def test_malformed_data_is_rejected(data: object) -> None:
     with pytest.raises(BadValue):
@@ -60,3 +73,37 @@ def test_equality_rules() -> None:
     assert equal(math.nan, math.nan)
     assert not equal(1.0, math.nan)
     assert not equal(math.inf, 1e308, atol=1e300)
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=25,
+)
+
+
+@given(json_like)
+def test_decoder_never_fails_other_than_badvalue(data: object) -> None:
+    """Whatever a hostile submission sends back, the trusted decoder either returns builtin
+    values or raises BadValue: never another exception."""
+    try:
+        decode(data)
+    except BadValue:
+        pass
+
+
+@given(
+    st.lists(
+        st.sampled_from(["n", "b", "i", "f", "c", "s", "y", "l", "t", "S", "F", "d", "o", "x"]),
+        min_size=1,
+        max_size=3,
+    ),
+    json_like,
+)
+def test_tagged_garbage_is_rejected_cleanly(tags: list[str], payload: object) -> None:
+    try:
+        decode([*tags, payload])
+    except BadValue:
+        pass
