@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from .. import defaults
 from ..errors import InsecureHostError, SandboxError, ValidationError
@@ -80,6 +81,8 @@ class Sandbox:
         self._idle: collections.deque[SlotHandle] = collections.deque()
         #: Idle slots kept for reuse, so a run starts without creating namespaces.
         self.pool_size = pool_size if pool_size is not None else max(4, 4 * self._ncpu)
+        #: Re-arms finished slots (cgroup, arm order) after the caller has its result.
+        self._recycler = ThreadPoolExecutor(1, thread_name_prefix="assay-recycle")
         self._cg_pool = (
             CgroupPool(self.cgroups, _cg_limits(Limits()), spare=max(2, self._ncpu))
             if self.cgroups is not None
@@ -94,6 +97,7 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
+        self._recycler.shutdown(wait=True)  # every finished slot is back in the pool
         with self._lock:
             self._closed = True
             idle, self._idle = list(self._idle), collections.deque()
@@ -313,7 +317,10 @@ class Sandbox:
                 self._cg_pool.dispose(cg)
             slot.cg = None
             slot.end_run()
-            self._release(slot, reusable)
+            try:
+                self._recycler.submit(self._release, slot, reusable)
+            except RuntimeError:  # shut down: the pool is closing
+                self._retire(slot)
 
 
 def _cg_limits(limits: Limits) -> cgroups.CgroupLimits:

@@ -8,13 +8,42 @@ and tracebacks that start at the program's own frame.
 
 from __future__ import annotations
 
+import atexit  # imported here, in the fork server: importing it per run costs ~0.5 ms
 import io
 import os
 import sys
 import types
 
+_PREBUILT: tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper] | None = None
+_KEPT: list[object] = []
 
-def _streams() -> None:
+
+def prebuild_streams() -> None:
+    """Build the run's standard streams once, in the fork server (a run then only assigns
+    them: building three text streams in a fresh fork costs ~0.4 ms of copy-on-write faults).
+
+    They refer to fds 0, 1, 2 by number. While they are built those fds are stand-ins of the
+    kinds a run has (stdin a memfd at offset 0, stdout and stderr pipes), so what the objects
+    cache (seekable, position, block size) is what they would have cached in the run.
+    """
+    global _PREBUILT
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    stand_in = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    r, w = os.pipe2(os.O_CLOEXEC)
+    try:
+        os.dup2(stand_in, 0)
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        _PREBUILT = _make_streams()
+    finally:
+        for fd, saved_fd in enumerate(saved):
+            os.dup2(saved_fd, fd)
+            os.close(saved_fd)
+        for fd in (stand_in, r, w):
+            os.close(fd)
+
+
+def _make_streams() -> tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper]:
     stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
     stdout = io.TextIOWrapper(
         io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8", write_through=False
@@ -25,6 +54,18 @@ def _streams() -> None:
         errors="backslashreplace",
         line_buffering=True,
     )
+    return stdin, stdout, stderr
+
+
+def _streams() -> None:
+    global _PREBUILT
+    if _PREBUILT is not None:
+        (stdin, stdout, stderr), _PREBUILT = _PREBUILT, None
+    else:
+        stdin, stdout, stderr = _make_streams()
+    # The interpreter's own streams stay referenced: finalising them here (close, flush of
+    # empty buffers) would only cost time; the process ends with os._exit anyway.
+    _KEPT.extend((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__))
     sys.stdin = sys.__stdin__ = stdin  # type: ignore[misc]
     sys.stdout = sys.__stdout__ = stdout  # type: ignore[misc]
     sys.stderr = sys.__stderr__ = stderr  # type: ignore[misc]
@@ -99,8 +140,6 @@ def _shutdown(status: int) -> int:
         except BaseException:
             pass
     try:
-        import atexit
-
         atexit._run_exitfuncs()
     except SystemExit as exc:
         status = _exit_code(exc)
