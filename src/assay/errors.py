@@ -10,6 +10,7 @@ __all__ = [
     "AssayError",
     "ConfigError",
     "InsecureHostError",
+    "Overloaded",
     "SandboxError",
     "UnsupportedLanguageError",
     "ValidationError",
@@ -56,3 +57,20 @@ class UnsupportedLanguageError(ValidationError):
     def __init__(self, language: str, known: list[str]) -> None:
         super().__init__("language", f"unknown language {language!r}; known: {', '.join(known)}")
         self.language = language
+
+
+class Overloaded(AssayError):
+    """The executor's queue is full; nothing of the batch was accepted.
+
+    ``retry_after`` is a hint in seconds (the server sends it as HTTP 429 ``Retry-After``).
+    """
+
+    def __init__(self, queued: int, capacity: int, requested: int, retry_after: float) -> None:
+        super().__init__(
+            f"overloaded: {queued} jobs queued of {capacity} allowed; a batch of {requested} "
+            f"does not fit. Retry in about {retry_after:.0f} s, or submit a smaller batch."
+        )
+        self.queued = queued
+        self.capacity = capacity
+        self.requested = requested
+        self.retry_after = retry_after
