@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from assay import Limits, Runner
 from assay.types import ExecResult
+
+# Tests must not write records or runtime estimates into the user's home directory (both
+# are read when an executor starts, so setting them here is early enough).
+_STATE = tempfile.mkdtemp(prefix="assay-test-state-")
+os.environ.setdefault("ASSAY_RECORDS", os.path.join(_STATE, "records"))
+os.environ.setdefault("ASSAY_STATE_DIR", os.path.join(_STATE, "state"))
 
 
 @pytest.fixture(scope="session")

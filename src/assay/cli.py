@@ -7,8 +7,8 @@ Exit status: 0 when the sandbox did its job (whatever the program did), 2 for us
 from __future__ import annotations
 
 import json
+import os
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +31,17 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+
+def _register_records() -> None:
+    from .telemetry.cli import records_app
+
+    app.add_typer(
+        records_app, name="records", help="Query, summarise and compact execution records."
+    )
+
+
+_register_records()
 
 
 def _insecure_banner() -> None:
@@ -201,7 +212,10 @@ def eval_(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", help="humaneval, humanevalplus, mbpp, mbppplus, humaneval-x."
+            "--format",
+            "-f",
+            help="humaneval, humanevalplus, mbpp, mbppplus, apps, codecontests, livecodebench, "
+            "prime, kodcode, acecoder, kattis, humaneval-x.",
         ),
     ],
     samples: Annotated[
@@ -209,7 +223,21 @@ def eval_(
     ],
     out: Annotated[Path, typer.Option("--out", help="Where to write one JSON row per sample.")],
     tests: Annotated[str, typer.Option("--tests", help="EvalPlus inputs: base or plus.")] = "plus",
-    workers: Annotated[int, typer.Option("--workers", help="Samples judged at once.")] = 2,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Sandbox slots judging at once (default: CPU cores).")
+    ] = len(os.sched_getaffinity(0)),
+    records: Annotated[
+        str | None,
+        typer.Option(
+            "--records",
+            help="Where execution records go: a directory, an fsspec URL (s3://...), or 'off'. "
+            "Default: $ASSAY_RECORDS or ~/.local/share/assay/records.",
+        ),
+    ] = None,
+    cache: Annotated[
+        bool,
+        typer.Option("--cache/--no-cache", help="Judge identical samples once (default on)."),
+    ] = True,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
@@ -219,43 +247,32 @@ def eval_(
     Example: [bold]assay eval ../shared/corpora/humaneval/HumanEval.jsonl.gz --format humaneval
     --samples samples.jsonl --out results.jsonl[/]
     """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
+    from ._progress import judging_progress
     from .evaluate import evaluate, summarize
     from .formats import FORMATS
 
     if fmt not in FORMATS:
         err_console.print(f"[red]error:[/] --format: unknown format {fmt!r}")
         raise typer.Exit(EXIT_USAGE)
+    if workers < 1:
+        err_console.print("[red]error:[/] --workers: must be at least 1")
+        raise typer.Exit(EXIT_USAGE)
     runner = _runner(insecure)
-    mix: dict[str, int] = {}
     try:
-        with Progress(
-            TextColumn("judging"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[mix]}"),
-            console=err_console,
-        ) as progress:
-            task = progress.add_task("eval", total=None, rate="", mix="")
-            started = time.monotonic()
-
-            def tick(row: dict[str, Any]) -> None:
-                mix[row["verdict"]] = mix.get(row["verdict"], 0) + 1
-                done = sum(mix.values())
-                rate = done / max(1e-9, time.monotonic() - started)
-                text = " ".join(f"{k}:{v}" for k, v in sorted(mix.items()))
-                progress.update(task, advance=1, rate=f"{rate:.1f}/s", mix=text)
-
-            rows = evaluate(dataset, fmt, samples, out, tests, workers, runner, on_result=tick)
+        with judging_progress(err_console) as (on_start, on_row):
+            rows = evaluate(
+                dataset,
+                fmt,
+                samples,
+                out,
+                tests,
+                workers,
+                runner,
+                on_result=on_row,
+                records=records,
+                cache=cache,
+                on_start=on_start,
+            )
     except ValidationError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(EXIT_USAGE) from exc

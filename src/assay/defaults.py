@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 #: Interpreter used *inside* the sandbox. Debian's python3 starts ~3x faster than a pyenv
 #: build, and the fork server only needs the standard library.
 PYTHON_INTERPRETER = "/usr/bin/python3"
@@ -138,3 +141,23 @@ QUALITY_MEMORY_MB = 256
 #: Environment of the ruff run: the sandbox's fixed env plus one rayon worker thread, so
 #: ruff does not start a thread per host CPU and hit the sandbox's process limit.
 QUALITY_ENV: dict[str, str] = {**SANDBOX_ENV, "RAYON_NUM_THREADS": "1"}
+
+#: Executor: jobs that may wait in the queue before ``submit`` answers ``Overloaded`` (the
+#: server's HTTP 429). Large enough for a GRPO step (8,000 programs) plus some headroom.
+EXECUTOR_MAX_QUEUED = 50_000
+#: Finished results kept for identical submissions (LRU).
+EXECUTOR_CACHE_ENTRIES = 100_000
+#: Extra attempts after a ``sandbox_error`` (our fault); never for the program's failures.
+EXECUTOR_RETRIES = 2
+#: A submission is spread over idle slots only if it is expected to take at least this long;
+#: below it, loading the program again in each slot costs more than it saves.
+EXECUTOR_SPLIT_MIN_S = 0.2
+#: Share of the machine's memory the executor lets running jobs' memory limits add up to.
+EXECUTOR_MEMORY_SHARE = 0.75
+
+
+def state_dir() -> Path:
+    """Where Assay keeps state across restarts (runtime estimates): ``$ASSAY_STATE_DIR`` or
+    ``~/.local/state/assay``."""
+    env = os.environ.get("ASSAY_STATE_DIR")
+    return Path(env) if env else Path.home() / ".local" / "state" / "assay"

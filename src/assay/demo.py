@@ -157,9 +157,20 @@ def run_eval_demo(runner: Runner, console: Console, dataset: Path = HUMANEVAL) -
         return 0
     lines = HUMANEVAL_SAMPLES.read_text().splitlines()
     labels = [json.loads(line)["label"] for line in lines]
-    with tempfile.TemporaryDirectory() as tmp:
+    from ._progress import judging_progress
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        judging_progress(console, "judging HumanEval samples") as (on_start, on_row),
+    ):
         rows = evaluate(
-            dataset, "humaneval", HUMANEVAL_SAMPLES, Path(tmp) / "results.jsonl", runner=runner
+            dataset,
+            "humaneval",
+            HUMANEVAL_SAMPLES,
+            Path(tmp) / "results.jsonl",
+            runner=runner,
+            on_start=on_start,
+            on_result=on_row,
         )
     by_key = {(r["task_id"], r["sample_index"]): r for r in rows}
     table = Table(title="Assay judging demo: HumanEval samples")

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import formats
 from .errors import ValidationError
+from .executor import LocalExecutor
 from .formats import evalplus
 from .formats._io import read_records
-from .judge import Judge, Problem, Submission
+from .judge import Problem, Submission
 from .runner import Runner
 
 PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x")
@@ -70,50 +70,42 @@ def evaluate(
     workers: int = 2,
     runner: Runner | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    records: str | Path | None = None,
+    cache: bool = True,
+    on_start: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
+    """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample as it ends.
+
+    ``records`` is where execution records go (a directory, an fsspec URL, or ``"off"``);
+    ``on_start`` gets the number of samples once they are read.
+    """
     own = runner is None
     runner = runner or Runner()
     try:
         problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner)}
         samples = read_samples(samples_path, problems, fmt)
-    except BaseException:
-        if own:
-            runner.close()
-        raise
-    judge = Judge(runner)
-    ready: dict[str, Problem] = {}
-    locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
-    guard = threading.Lock()
-
-    def problem_for(task: str) -> Problem:
-        with guard:
-            lock = locks[task]
-        with lock:  # EvalPlus expected values: computed once per task, in the sandbox
-            if task not in ready:
-                p = problems[task]
-                ready[task] = (
-                    evalplus.with_expected(runner, p) if p.metadata.get("expected_pending") else p
-                )
-            return ready[task]
-
-    def one(s: Sample) -> dict[str, Any]:
-        j = judge.judge(Submission(problem_for(s.task_id), s.code))
-        return {
-            "task_id": s.task_id,
-            "sample_index": s.index,
-            "verdict": j.verdict,
-            "reward": j.reward,
-            "passed": j.passed,
-            "total": len(problems[s.task_id].tests),
-            "reason": j.reason[:500],
-        }
-
-    rows: list[dict[str, Any]] = []
-    try:
-        with open(out_path, "w") as fh, ThreadPoolExecutor(max(1, workers)) as pool:
-            futures = [pool.submit(one, s) for s in samples]
-            for fut in as_completed(futures):
-                row = fut.result()
+        ready = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
+        if on_start is not None:
+            on_start(len(samples))
+        rows: list[dict[str, Any]] = []
+        with (
+            open(out_path, "w") as fh,
+            LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex,
+        ):
+            handle = ex.submit(
+                [Submission(ready[s.task_id], s.code) for s in samples], caller="assay-eval"
+            )
+            for result in handle:
+                s = samples[result.index]
+                row = {
+                    "task_id": s.task_id,
+                    "sample_index": s.index,
+                    "verdict": result.verdict,
+                    "reward": result.reward,
+                    "passed": result.judgement.passed if result.judgement is not None else 0,
+                    "total": len(problems[s.task_id].tests),
+                    "reason": result.reason[:500],
+                }
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()  # a crash loses at most the rows still running
                 rows.append(row)
@@ -124,6 +116,24 @@ def evaluate(
             runner.close()
     rows.sort(key=lambda r: (r["task_id"], r["sample_index"]))
     return rows
+
+
+def _with_expected(
+    runner: Runner, problems: dict[str, Problem], tasks: set[str], workers: int
+) -> dict[str, Problem]:
+    """Problems ready to judge: EvalPlus expected outputs computed in the sandbox, once per
+    task that has samples."""
+    pending = [t for t in sorted(tasks) if problems[t].metadata.get("expected_pending")]
+    ready = {t: problems[t] for t in tasks}
+    if pending:
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            for task, problem in zip(
+                pending,
+                pool.map(lambda t: evalplus.with_expected(runner, problems[t]), pending),
+                strict=True,
+            ):
+                ready[task] = problem
+    return ready
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The judge layer: problems, tests, trusted comparison, verdicts."""
 
-from .judge import Judge
+from .judge import Judge, combine, validate
 from .types import Judgement, Problem, Submission, TestCase, TestKind, TestResult, Verdict
 
 __all__ = [
@@ -12,4 +12,6 @@ __all__ = [
     "TestKind",
     "TestResult",
     "Verdict",
+    "combine",
+    "validate",
 ]

@@ -5,6 +5,8 @@ Only raw outputs come back from the sandbox; expected answers never enter it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import ValidationError
 from ..runner import Runner
 from ..types import ExecResult
@@ -32,40 +34,9 @@ class Judge:
 
     def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
         problem = submission.problem
-        calls: list[tuple[int, TestCase]] = []
-        scripts: list[tuple[int, TestCase]] = []
-        for i, test in enumerate(problem.tests):
-            if test.kind == "call":
-                if "fn_name" not in test.options or not isinstance(test.options.get("args"), list):
-                    raise ValidationError(
-                        f"tests[{i}].options", "a call test needs fn_name and a list of args"
-                    )
-                if submission.language != "python":
-                    raise ValidationError(
-                        "language", "call tests are judged for Python submissions"
-                    )
-                calls.append((i, test))
-                continue
-            if test.kind in ("script", "pytest"):
-                if not test.code:
-                    raise ValidationError(
-                        f"tests[{i}].code", "a script test needs its test program"
-                    )
-                if submission.language != "python":
-                    raise ValidationError(
-                        "language", "script tests are judged for Python submissions"
-                    )
-                scripts.append((i, test))
-                continue
-            if test.kind != "stdio":
-                raise ValidationError(
-                    f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
-                )
-            if test.expected is None and problem.checker is None:
-                raise ValidationError(
-                    f"tests[{i}].expected", "a stdio test needs an expected output"
-                )
-            compare.get(test.compare)
+        validate(submission)
+        calls = [(i, t) for i, t in enumerate(problem.tests) if t.kind == "call"]
+        scripts = [(i, t) for i, t in enumerate(problem.tests) if t.kind in ("script", "pytest")]
         results: list[TestResult] = []
         code = submission.code.encode() if isinstance(submission.code, str) else submission.code
         if calls:
@@ -103,6 +74,54 @@ class Judge:
         assert test.expected is not None
         ok, message = compare.get(test.compare)(result.stdout_text, test.expected, test.options)
         return TestResult(index, "accepted" if ok else "wrong_answer", message=message, **common)  # type: ignore[arg-type]
+
+
+def validate(submission: Submission) -> None:
+    """Raise :class:`ValidationError` naming the field if ``submission`` cannot be judged."""
+    problem = submission.problem
+    for i, test in enumerate(problem.tests):
+        if test.kind == "call":
+            if "fn_name" not in test.options or not isinstance(test.options.get("args"), list):
+                raise ValidationError(
+                    f"tests[{i}].options", "a call test needs fn_name and a list of args"
+                )
+            if submission.language != "python":
+                raise ValidationError("language", "call tests are judged for Python submissions")
+        elif test.kind in ("script", "pytest"):
+            if not test.code:
+                raise ValidationError(f"tests[{i}].code", "a script test needs its test program")
+            if submission.language != "python":
+                raise ValidationError("language", "script tests are judged for Python submissions")
+        elif test.kind != "stdio":
+            raise ValidationError(
+                f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"
+            )
+        else:
+            if test.expected is None and problem.checker is None:
+                raise ValidationError(
+                    f"tests[{i}].expected", "a stdio test needs an expected output"
+                )
+            compare.get(test.compare)
+
+
+def combine(parts: list[tuple[list[int], Judgement]], total: int) -> Judgement:
+    """One judgement from the judgements of disjoint subsets of a problem's tests.
+
+    ``parts`` pairs each partial judgement with the original indices of the tests it judged
+    (its test ``i`` is the problem's test ``indices[i]``). Used when a submission's tests are
+    spread over several sandboxes.
+    """
+    broken = next((j for _, j in parts if j.verdict == "sandbox_error"), None)
+    results: list[TestResult] = []
+    for indices, judgement in parts:
+        for r in judgement.tests:
+            if not 0 <= r.index < len(indices):
+                raise ValueError(f"test index {r.index} outside its part of {len(indices)}")
+            results.append(replace(r, index=indices[r.index]))
+    results.sort(key=lambda r: r.index)
+    if broken is not None:
+        return Judgement("sandbox_error", results, None, broken.reason)
+    return _overall(results, total)
 
 
 def _overall(results: list[TestResult], total: int) -> Judgement:

@@ -1,0 +1,26 @@
+"""The executor layer: batches of jobs run on this machine's sandboxes, scheduled.
+
+``LocalExecutor`` is the embedded default (no service needed); the same ``submit`` API is
+what the HTTP server and the trainer integrations call.
+"""
+
+from __future__ import annotations
+
+from .backend import Backend, InMemoryBackend, JobInfo, SandboxBackend
+from .batch import BatchHandle
+from .local import LocalExecutor
+from .types import Execution, Job, JobResult, Outcome, RunJob
+
+__all__ = [
+    "Backend",
+    "BatchHandle",
+    "Execution",
+    "InMemoryBackend",
+    "Job",
+    "JobInfo",
+    "JobResult",
+    "LocalExecutor",
+    "Outcome",
+    "RunJob",
+    "SandboxBackend",
+]

@@ -1,0 +1,90 @@
+"""What goes into the executor and what comes out of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..judge import Judgement, Submission
+from ..types import ExecResult, Limits
+
+#: ``done``: the job ran (or its twin did) and ``verdict`` says how it went. ``deadline``:
+#: the batch's deadline passed first. ``cancelled``: the batch was cancelled first. In the
+#: last two cases ``verdict`` and ``reward`` are None: the trainer decides what to do.
+Outcome = Literal["done", "deadline", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunJob:
+    """A plain run (no tests): the program's :class:`ExecResult` is the result."""
+
+    code: str | bytes
+    language: str = "python"
+    stdin: str | bytes = b""
+    limits: Limits = field(default_factory=Limits)
+    files: tuple[tuple[str, bytes], ...] = ()
+
+
+Job = Submission | RunJob
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What a backend reports for one job (or one part of a split job)."""
+
+    verdict: str
+    reward: float | None
+    reason: str = ""
+    judgement: Judgement | None = None
+    result: ExecResult | None = None
+    #: Time spent outside the program itself (sandbox start-up, judging), when measurable.
+    overhead_s: float | None = None
+
+    @property
+    def cpu_s(self) -> float:
+        if self.result is not None:
+            return self.result.cpu_s
+        if self.judgement is not None:
+            return sum(t.cpu_s for t in self.judgement.tests)
+        return 0.0
+
+    @property
+    def wall_s(self) -> float:
+        if self.result is not None:
+            return self.result.wall_s
+        if self.judgement is not None:
+            return sum(t.wall_s for t in self.judgement.tests)
+        return 0.0
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        if self.result is not None:
+            return self.result.peak_memory_bytes
+        if self.judgement is not None:
+            return max((t.peak_memory_bytes for t in self.judgement.tests), default=0)
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    """One job's result in a batch, in the order the jobs were submitted (``index``)."""
+
+    index: int
+    job_id: str
+    outcome: Outcome
+    #: The judge's verdict for a :class:`~assay.judge.Submission`, the run status for a
+    #: :class:`RunJob`; None for ``deadline``/``cancelled``.
+    verdict: str | None
+    #: None whenever the result is not a usable training signal (sandbox_error, deadline).
+    reward: float | None
+    reason: str = ""
+    judgement: Judgement | None = None
+    result: ExecResult | None = None
+    #: Attempts made (more than 1 only after sandbox_error retries).
+    attempts: int = 0
+    #: True when the result came from the cache or an identical job in flight.
+    cache_hit: bool = False
+    queue_wait_s: float = 0.0
+    #: Seconds of slot time the job used (summed over its parts when split).
+    run_s: float = 0.0
+    worker: str = ""

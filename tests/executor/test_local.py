@@ -1,0 +1,289 @@
+"""Scheduling rules of the local executor, on an in-memory backend (no sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from assay.errors import Overloaded, ValidationError
+from assay.executor import Execution, InMemoryBackend, Job, JobResult, LocalExecutor, RunJob
+from assay.judge import Judgement, Problem, Submission, TestCase, TestResult
+from assay.scheduler import HIGH, LOW, RuntimeEstimator
+from assay.telemetry import MemoryWriter
+
+
+def problem(pid: str, duration: float = 0.0, tests: int = 1, verdict: str = "accepted") -> Problem:
+    return Problem(
+        pid,
+        [TestCase("stdio", str(i), "x") for i in range(tests)],
+        metadata={"duration": duration, "verdict": verdict},
+    )
+
+
+def judged(job: Job) -> Execution:
+    assert isinstance(job, Submission)
+    meta = job.problem.metadata
+    time.sleep(meta["duration"])
+    v = meta["verdict"]
+    tests = [TestResult(i, v, wall_s=meta["duration"]) for i in range(len(job.problem.tests))]
+    j = Judgement(v, tests, None if v == "sandbox_error" else float(v == "accepted"), v)
+    return Execution(v, j.reward, v, judgement=j)
+
+
+class Counting:
+    def __init__(self, fn: Callable[[Job], Execution] = judged) -> None:
+        self.fn = fn
+        self.calls: list[Job] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, job: Job) -> Execution:
+        with self.lock:
+            self.calls.append(job)
+        return self.fn(job)
+
+
+def executor(fn: Callable[[Job], Execution], **kw: object) -> LocalExecutor:
+    kw.setdefault("slots", 2)
+    kw.setdefault("records", MemoryWriter())
+    kw.setdefault("estimator", RuntimeEstimator())
+    return LocalExecutor(backend=InMemoryBackend(fn), **kw)  # type: ignore[arg-type]
+
+
+def test_identical_submissions_run_once() -> None:
+    fn = Counting(lambda j: (time.sleep(0.05), judged(j))[1])
+    p = problem("p", 0.05)
+    with executor(fn) as ex:
+        results = ex.run([Submission(p, "print(1)") for _ in range(10)])
+        assert len(fn.calls) == 1
+        assert [r.verdict for r in results] == ["accepted"] * 10
+        assert sum(r.cache_hit for r in results) == 9
+        again = ex.run([Submission(p, "print(1)")])
+        assert len(fn.calls) == 1 and again[0].cache_hit
+        ex.run([Submission(p, "print(2)")])  # different code: runs
+        assert len(fn.calls) == 2
+
+
+def test_cache_off_runs_every_job() -> None:
+    fn = Counting()
+    with executor(fn, cache=False) as ex:
+        ex.run([Submission(problem("p"), "x") for _ in range(5)])
+    assert len(fn.calls) == 5
+
+
+def test_full_queue_raises_overloaded_and_drops_nothing() -> None:
+    gate = threading.Event()
+    fn = Counting(lambda j: (gate.wait(5), judged(j))[1])
+    with executor(fn, slots=1, max_queued=3, cache=False) as ex:
+        first = ex.submit([Submission(problem(f"p{i}"), "x") for i in range(3)])
+        with pytest.raises(Overloaded) as info:
+            ex.submit([Submission(problem(f"q{i}"), "x") for i in range(3)])
+        assert info.value.retry_after > 0
+        gate.set()
+        results = first.gather(10)
+        assert [r.verdict for r in results] == ["accepted"] * 3
+        assert {j.problem.id for j in fn.calls} == {"p0", "p1", "p2"}  # type: ignore[union-attr]
+        # once drained, the queue takes work again
+        assert ex.run([Submission(problem("later"), "x")])[0].verdict == "accepted"
+
+
+def test_sandbox_error_is_retried_then_surfaced_with_no_reward() -> None:
+    fn = Counting()
+    with executor(fn, retries=2) as ex:
+        [r] = ex.run([Submission(problem("broken", verdict="sandbox_error"), "x")])
+    assert len(fn.calls) == 3 and r.attempts == 3
+    assert r.verdict == "sandbox_error" and r.reward is None
+
+
+def test_a_flaky_sandbox_error_recovers_on_retry() -> None:
+    seen: list[int] = []
+
+    def flaky(job: Job) -> Execution:
+        seen.append(1)
+        if len(seen) == 1:
+            return Execution("sandbox_error", None, "zygote died")
+        return judged(job)
+
+    with executor(flaky) as ex:
+        [r] = ex.run([Submission(problem("p"), "x")])
+    assert r.verdict == "accepted" and r.reward == 1.0 and r.attempts == 2
+
+
+def test_program_failures_are_never_retried() -> None:
+    fn = Counting()
+    with executor(fn) as ex:
+        [r] = ex.run([Submission(problem("p", verdict="wrong_answer"), "x")])
+    assert len(fn.calls) == 1 and r.verdict == "wrong_answer" and r.reward == 0.0
+
+
+def test_deadline_returns_partial_results() -> None:
+    with executor(judged, slots=1, cache=False, split=False) as ex:
+        started = time.monotonic()
+        handle = ex.submit(
+            [Submission(problem(f"p{i}", 0.3), "x") for i in range(5)], deadline_s=0.45
+        )
+        results = handle.gather(5)
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.0, "a deadline must not wait for the rest of the batch"
+    done = [r for r in results if r.outcome == "done"]
+    late = [r for r in results if r.outcome == "deadline"]
+    assert 1 <= len(done) <= 2 and len(done) + len(late) == 5
+    assert all(r.reward is None and r.verdict is None for r in late)
+    assert all("deadline" in r.reason for r in late)
+
+
+def test_cancel_ends_the_unfinished_jobs() -> None:
+    with executor(judged, slots=1, cache=False) as ex:
+        handle = ex.submit([Submission(problem(f"p{i}", 0.2), "x") for i in range(4)])
+        time.sleep(0.05)
+        assert handle.cancel() == 4
+        results = handle.gather(1)
+    assert {r.outcome for r in results} == {"cancelled"}
+
+
+def makespan(ex: LocalExecutor, jobs: list[Job]) -> float:
+    t0 = time.monotonic()
+    ex.run(jobs)
+    return time.monotonic() - t0
+
+
+def test_longest_first_beats_fifo_on_a_heavy_tailed_batch() -> None:
+    """20 short jobs then one long one, 2 slots: FIFO leaves the long one for last."""
+    jobs: list[Job] = [Submission(problem(f"s{i}", 0.03), "x") for i in range(20)]
+    jobs.append(Submission(problem("long", 0.6), "x"))
+    spans = {}
+    for order in ("fifo", "lpt"):
+        est = RuntimeEstimator()
+        with executor(judged, cache=False, split=False, order=order, estimator=est) as ex:
+            ex.run(jobs)  # history: the estimates are learned from this run
+            spans[order] = makespan(ex, jobs)
+    lower_bound = max(0.6, (20 * 0.03 + 0.6) / 2)
+    assert spans["lpt"] < spans["fifo"] - 0.15, spans
+    assert spans["lpt"] < lower_bound * 1.25, spans
+
+
+def test_higher_priority_overtakes_queued_work() -> None:
+    order: list[str] = []
+    gate = threading.Event()
+
+    def fn(job: Job) -> Execution:
+        assert isinstance(job, Submission)
+        if job.problem.id == "blocker":
+            gate.wait(5)
+        order.append(job.problem.id)
+        return judged(job)
+
+    with executor(fn, slots=1, cache=False) as ex:
+        first = ex.submit([Submission(problem("blocker"), "x")])
+        time.sleep(0.05)
+        low = ex.submit([Submission(problem(f"low{i}"), "x") for i in range(3)], priority=LOW)
+        high = ex.submit([Submission(problem("high"), "x")], priority=HIGH)
+        gate.set()
+        for h in (first, low, high):
+            h.gather(5)
+    assert order == ["blocker", "high", "low0", "low1", "low2"]
+
+
+def test_a_caller_with_a_small_batch_is_not_starved() -> None:
+    order: list[str] = []
+    gate = threading.Event()
+
+    def fn(job: Job) -> Execution:
+        assert isinstance(job, Submission)
+        gate.wait(5)
+        order.append(job.problem.id)
+        return judged(job)
+
+    with executor(fn, slots=1, cache=False) as ex:
+        big = ex.submit([Submission(problem(f"a{i}"), "x") for i in range(40)], caller="a")
+        small = ex.submit([Submission(problem(f"b{i}"), "x") for i in range(3)], caller="b")
+        gate.set()
+        big.gather(10), small.gather(10)
+    last_b = max(i for i, pid in enumerate(order) if pid.startswith("b"))
+    assert last_b < 10, order
+
+
+def test_a_long_submission_is_spread_over_idle_slots() -> None:
+    fn = Counting()
+    with executor(fn, slots=2, cache=False) as ex:
+        [r] = ex.run([Submission(problem("many", 0.1, tests=6), "x")])
+    assert len(fn.calls) == 2
+    sizes = sorted(len(j.problem.tests) for j in fn.calls)  # type: ignore[union-attr]
+    assert sizes == [3, 3]
+    assert r.judgement is not None
+    assert [t.index for t in r.judgement.tests] == list(range(6))
+    assert r.verdict == "accepted" and r.reward == 1.0
+
+
+def test_split_parts_combine_failures_into_the_verdict() -> None:
+    def fn(job: Job) -> Execution:
+        assert isinstance(job, Submission)
+        tests = job.problem.tests
+        res = [
+            TestResult(i, "wrong_answer" if t.input == "4" else "accepted")
+            for i, t in enumerate(tests)
+        ]
+        v = "wrong_answer" if any(r.verdict != "accepted" for r in res) else "accepted"
+        return Execution(v, None, v, judgement=Judgement(v, res, float(v == "accepted")))  # type: ignore[arg-type]
+
+    with executor(fn, slots=2, cache=False, estimator=RuntimeEstimator(default_s=1)) as ex:
+        [r] = ex.run([Submission(problem("p", tests=6), "x")])
+    assert r.verdict == "wrong_answer" and r.reward == 0.0
+    assert r.judgement is not None and r.judgement.tests[4].verdict == "wrong_answer"
+
+
+def test_every_job_gets_a_record() -> None:
+    records = MemoryWriter()
+    with executor(judged, records=records) as ex:
+        ex.run([Submission(problem("p"), "print(1)") for _ in range(3)], caller="trainer")
+    assert len(records.records) == 3
+    rec = records.records[0]
+    assert rec["caller"] == "trainer" and rec["verdict"] == "accepted" and rec["code"] == "print(1)"
+    assert sum(r["cache_hit"] for r in records.records) == 2
+    assert {"queue_wait_s", "attempt", "worker", "toolchain", "limits", "tests"} <= set(rec)
+
+
+def test_results_stream_async_and_to_callbacks() -> None:
+    seen: list[JobResult] = []
+
+    async def main(ex: LocalExecutor) -> list[int]:
+        handle = ex.submit(
+            [Submission(problem(f"p{i}", 0.01), "x") for i in range(5)], on_result=seen.append
+        )
+        return [r.index async for r in handle]
+
+    with executor(judged) as ex:
+        indices = asyncio.run(main(ex))
+        gathered = asyncio.run(ex.run_async([Submission(problem("q"), "y")]))
+    assert sorted(indices) == list(range(5)) and len(seen) == 5
+    assert gathered[0].verdict == "accepted"
+
+
+def test_a_failing_callback_does_not_lose_results() -> None:
+    def boom(r: JobResult) -> None:
+        raise RuntimeError("callback bug")
+
+    with executor(judged) as ex:
+        results = ex.submit([Submission(problem("p"), "x")], on_result=boom).gather(5)
+    assert results[0].verdict == "accepted"
+
+
+def test_bad_jobs_are_rejected_naming_the_job() -> None:
+    with executor(judged) as ex:
+        with pytest.raises(ValidationError, match=r"jobs\[1\]"):
+            ex.submit([Submission(problem("p"), "x"), "not a job"])  # type: ignore[list-item]
+        with pytest.raises(ValidationError, match=r"jobs\[0\].language"):
+            ex.submit([RunJob("x", language="cobol")])
+
+
+def test_metrics_follow_the_work() -> None:
+    with executor(judged) as ex:
+        ex.run([Submission(problem("p"), "x") for _ in range(3)])
+        text = ex.metrics.render().decode()
+    assert 'assay_jobs_submitted_total{language="python"} 3.0' in text
+    assert 'assay_jobs_completed_total{language="python",verdict="accepted"} 3.0' in text
+    assert "assay_cache_hits_total 2.0" in text
+    assert "assay_queue_depth 0.0" in text

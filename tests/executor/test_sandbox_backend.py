@@ -1,0 +1,122 @@
+"""The executor on the real sandbox: judging, plain runs, and surviving a killed fork server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from assay import Limits, Problem, Runner, Submission, TestCase
+from assay.executor import LocalExecutor, RunJob
+from assay.scheduler import RuntimeEstimator
+from assay.telemetry import MemoryWriter
+
+ECHO = Problem("echo", [TestCase("stdio", "3\n", "3"), TestCase("stdio", "5\n", "5")])
+
+
+def executor(runner: Runner, **kw: object) -> LocalExecutor:
+    return LocalExecutor(
+        runner,
+        slots=2,
+        records=MemoryWriter(),
+        estimator=RuntimeEstimator(),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_judges_and_runs_in_the_sandbox(runner: Runner) -> None:
+    with executor(runner) as ex:
+        results = ex.run(
+            [
+                Submission(ECHO, "print(input())"),
+                Submission(ECHO, "print(4)"),
+                RunJob("import sys; print(sys.stdin.read().upper())", stdin=b"hi"),
+            ]
+        )
+    assert [r.verdict for r in results] == ["accepted", "wrong_answer", "ok"]
+    assert [r.reward for r in results] == [1.0, 0.0, None]
+    assert results[2].result is not None and results[2].result.stdout == b"HI\n"
+    assert all(r.outcome == "done" and r.attempts == 1 for r in results)
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _slot_inits_running_programs(zygote: int) -> list[int]:
+    """The trusted init of every slot that is running a program (a child owned by nobody)."""
+    tree = _children()
+    found, stack = [], [zygote]
+    while stack:
+        pid = stack.pop()
+        kids = tree.get(pid, [])
+        stack += kids
+        for kid in kids:
+            try:
+                if os.stat(f"/proc/{kid}").st_uid == 65534 and os.stat(f"/proc/{pid}").st_uid == 0:
+                    found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.parametrize("target", ["fork-server", "slot-init"])
+def test_killing_a_sandbox_process_mid_batch_loses_no_job(target: str) -> None:
+    spin = (
+        "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\nprint(input())"
+    )
+    jobs = [
+        Submission(Problem(f"spin{i}", [TestCase("stdio", f"{i}\n", str(i))]), spin)
+        for i in range(12)
+    ]
+    with Runner() as runner, executor(runner, cache=False, split=False) as ex:
+        handle = ex.submit(jobs)
+        killed: list[int] = []
+
+        def kill_mid_batch() -> None:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not killed:
+                zygote = runner.sandbox.zygote_pid
+                if handle.finished >= 2 and zygote is not None:
+                    inits = _slot_inits_running_programs(zygote)
+                    if inits:
+                        victims = [zygote] if target == "fork-server" else inits
+                        for pid in victims:
+                            os.kill(pid, signal.SIGKILL)
+                        killed.extend(victims)
+                time.sleep(0.005)
+
+        killer = threading.Thread(target=kill_mid_batch)
+        killer.start()
+        results = handle.gather(120)
+        killer.join()
+    assert killed, "nothing was killed"
+    assert len(results) == 12
+    assert [r.verdict for r in results] == ["accepted"] * 12, [r.reason for r in results]
+    if target == "slot-init":
+        assert any(r.attempts > 1 for r in results), "the killed run should have been retried"
+
+
+def test_deadline_on_real_runs(runner: Runner) -> None:
+    sleepy = Problem("sleepy", [TestCase("stdio", "", "")], limits=Limits(time_s=1.0, wall_s=1.0))
+    with executor(runner, cache=False, split=False) as ex:
+        t0 = time.monotonic()
+        results = ex.run(
+            [Submission(sleepy, f"import time; time.sleep(0.8); # {i}") for i in range(6)],
+            deadline_s=1.0,
+        )
+        assert time.monotonic() - t0 < 2.5
+    outcomes = [r.outcome for r in results]
+    assert outcomes.count("done") >= 2 and outcomes.count("deadline") >= 1
