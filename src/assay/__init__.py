@@ -7,10 +7,12 @@ from .errors import (
     AssayError,
     ConfigError,
     InsecureHostError,
+    Overloaded,
     SandboxError,
     UnsupportedLanguageError,
     ValidationError,
 )
+from .executor import BatchHandle, JobResult, LocalExecutor, RunJob
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
 from .reward import (
     BinaryReward,
@@ -32,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AssayError",
+    "BatchHandle",
     "BinaryReward",
     "CompositeReward",
     "ConfigError",
@@ -40,14 +43,18 @@ __all__ = [
     "FractionReward",
     "HostReport",
     "InsecureHostError",
+    "JobResult",
     "Judge",
     "Judgement",
     "Limits",
+    "LocalExecutor",
     "MemoryReward",
+    "Overloaded",
     "Problem",
     "QualityReward",
     "RewardFn",
     "RewardResult",
+    "RunJob",
     "RunRequest",
     "Runner",
     "Sandbox",

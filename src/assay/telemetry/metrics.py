@@ -75,7 +75,7 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "assay_sandbox_start_seconds",
         "histogram",
-        "Time to get a ready sandbox (fork of a warm one, or a cold start).",
+        "Time a job spent in the sandbox layer beyond its programs' own run time (fork, set-up, teardown).",
         buckets=_START_BUCKETS,
     ),
     MetricSpec(
