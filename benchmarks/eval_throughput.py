@@ -19,8 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from assay import Runner, defaults, formats
-from assay.judge import Judge, Submission
+from assay import LocalExecutor, Runner, Submission, defaults, formats
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -59,21 +58,24 @@ def main() -> None:
         p.id: p for p in formats.load(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "humaneval")
     }
 
+    jobs = [
+        Submission(problems[task["task_id"]], task["prompt"] + sample) for task, sample in pairs
+    ]
+    rates: dict[bool, float] = {}
+    verdicts: list[bool] = []
     with Runner() as runner:
         runner.sandbox.warm_up()
-        judge = Judge(runner)
-
-        def assay_one(pair: tuple[dict[str, str], str]) -> bool:
-            task, sample = pair
-            return (
-                judge.judge(Submission(problems[task["task_id"]], task["prompt"] + sample)).verdict
-                == "accepted"
-            )
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(args.workers) as pool:
-            verdicts = list(pool.map(assay_one, pairs))
-        assay_s = time.perf_counter() - t0
+        # As `assay eval` runs: the local executor, records off (they are not what is measured).
+        for cache in (False, True):
+            with LocalExecutor(runner, slots=args.workers, cache=cache, records="off") as ex:
+                t0 = time.perf_counter()
+                results = ex.run(jobs)
+                rates[cache] = len(jobs) / (time.perf_counter() - t0)
+            got = [r.verdict == "accepted" for r in results]
+            if verdicts and got != verdicts:
+                raise SystemExit("the result cache changed verdicts")
+            verdicts = got
+    assay_s = len(jobs) / rates[True]
 
     with tempfile.TemporaryDirectory() as tmp:
 
@@ -103,12 +105,16 @@ def main() -> None:
     n = len(pairs)
     result = {
         "assay_samples_per_s": round(n / assay_s, 1),
+        "assay_no_cache_samples_per_s": round(rates[False], 1),
         "baseline_samples_per_s": round(n / bare_s, 1),
         "ratio": round(bare_s / assay_s, 2),
         "accepted": sum(verdicts),
     }
     print(f"{n} samples, {args.workers} workers")
-    print(f"assay:    {result['assay_samples_per_s']} samples/s, {sum(verdicts)} accepted")
+    print(
+        f"assay:    {result['assay_samples_per_s']} samples/s with the result cache "
+        f"({result['assay_no_cache_samples_per_s']} without), {sum(verdicts)} accepted"
+    )
     print(
         f"baseline: {result['baseline_samples_per_s']} samples/s, {sum(bare)} exit 0 (unsandboxed, fresh python3 each)"
     )

@@ -94,15 +94,28 @@ def _limits(limits: Limits) -> dict[str, Any]:
     return {f: getattr(limits, f) for f in _LIMIT_FIELDS}
 
 
-def _canonical(value: Any) -> bytes:
-    def default(o: Any) -> Any:
-        if isinstance(o, bytes):
-            return {"__bytes__": o.hex()}
-        if isinstance(o, set | frozenset):
-            return sorted(repr(x) for x in o)
-        return repr(o)
+def _canon(o: Any) -> Any:
+    """A JSON-able form that is equal for equal values: dict keys of any (mixed) types are
+    sorted by their own canonical text, and list/tuple/set/bytes stay distinguishable."""
+    if o is None or isinstance(o, str | bool | int):
+        return o
+    if isinstance(o, float):
+        return {"f": repr(o)}
+    if isinstance(o, bytes):
+        return {"b": o.hex()}
+    if isinstance(o, dict):
+        items = [(_canon(k), _canon(v)) for k, v in o.items()]
+        items.sort(key=lambda kv: json.dumps(kv[0]))
+        return {"d": items}
+    if isinstance(o, list | tuple):
+        return {type(o).__name__[0]: [_canon(x) for x in o]}
+    if isinstance(o, set | frozenset):
+        return {"s": sorted((_canon(x) for x in o), key=json.dumps)}
+    return {"r": repr(o)}
 
-    return json.dumps(value, sort_keys=True, default=default).encode()
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(_canon(value)).encode()
 
 
 def _code_bytes(code: str | bytes) -> bytes:
