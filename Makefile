@@ -7,18 +7,32 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 APT_STAMP := .venv-apt-stamp
 APT_PACKAGES := python3 python3-venv python3-numpy python3-pytest gcc g++ libseccomp2 procps
+# Toolchains of the other languages (issue 6). Best effort: a package that cannot be installed
+# is reported, and that language's tests skip themselves with a message naming the toolchain.
+APT_LANGUAGES := libboost-dev libssl-dev openjdk-17-jdk-headless nodejs golang-go \
+	golang-github-stretchr-testify-dev rustc cargo librust-rand-dev librust-regex-dev librust-md5-dev
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
 RUFF_SANDBOX := /usr/local/bin/ruff
 
-.PHONY: demo test lint typecheck unit install apt clean bench ruff-sandbox
+.PHONY: demo test lint typecheck unit install apt clean bench ruff-sandbox toolchains
 
-$(APT_STAMP):
+$(APT_STAMP): Makefile
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@missing=""; for p in $(APT_LANGUAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing language toolchains:$$missing"; \
+	  apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || \
+	  for p in $$missing; do \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p || \
+	      echo "WARNING: could not install $$p; tests of its language will be skipped"; \
+	  done; \
 	fi
 	@touch $@
 
@@ -39,7 +53,20 @@ $(STAMP): pyproject.toml $(APT_STAMP) | ruff-sandbox
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-install: $(STAMP) ruff-sandbox
+# Prebuilt pieces of the Go and Rust test harnesses (testify archives, rand/regex/md5 rlibs),
+# under /usr/local/lib/assay where the sandbox can read them. Idempotent; best effort: without
+# them Go still works (slower) and Rust's tests skip themselves with a message.
+toolchains: $(APT_STAMP)
+	@if command -v node >/dev/null && { [ ! -x /usr/bin/esbuild ] || [ ! -d /usr/lib/node_modules/js-md5 ]; }; then \
+	  command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm || true; \
+	  echo "installing esbuild (TypeScript) and js-md5 (HumanEval-X JavaScript) under /usr"; \
+	  npm install -g --prefix /usr --no-fund --no-audit esbuild@0.28.2 js-md5@0.8.3 >/dev/null || \
+	    echo "WARNING: npm packages not installed (TypeScript tests will be skipped)"; \
+	fi
+	@bash scripts/prepare_go.sh || echo "WARNING: Go harness packages not prepared (Go builds will be slower)"
+	@bash scripts/prepare_rust.sh || echo "WARNING: Rust crates not prepared (Rust tests will be skipped)"
+
+install: $(STAMP) ruff-sandbox toolchains
 
 demo: install
 	$(VENV)/bin/assay demo

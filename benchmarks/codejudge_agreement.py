@@ -27,11 +27,24 @@ def header_of(test_code: str, prompt: str) -> str:
     return test_code[:cut] if cut > 0 else ""
 
 
+def submission_code(row: dict[str, object], setup: str, test: str) -> str:
+    """The part of the program CodeJudge ran that is the submission's: their ``test_code`` is
+    setup + header + prompt + generation + test; Assay puts setup and test around it."""
+    prompt, gen, test_code = str(row["prompt"]), str(row["generation"]), str(row["test_code"])
+    body = test_code
+    if setup.strip() and body.lstrip().startswith(setup.strip()):
+        body = body.lstrip()[len(setup.strip()) :]
+    cut = body.rfind(test.strip()[:200])
+    if cut > 0:
+        return body[:cut]
+    return header_of(test_code, prompt) + prompt + gen
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--lang", default="python", choices=["python"])
+    ap.add_argument("--lang", default="python", choices=["python", "cpp", "go", "java", "js"])
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     rows = [
@@ -47,13 +60,18 @@ def main() -> None:
         judge = Judge(runner)
 
         def one(row: dict[str, object]) -> tuple[dict[str, object], str, str]:
-            prompt, gen, test_code = (
-                str(row["prompt"]),
-                str(row["generation"]),
-                str(row["test_code"]),
-            )
-            code = header_of(test_code, prompt) + prompt + gen
-            j = judge.judge(Submission(problems[str(row["task_id"])], code))
+            problem = problems[str(row["task_id"])]
+            language = str(problem.metadata["language"])
+            if language == "python":
+                code = (
+                    header_of(str(row["test_code"]), str(row["prompt"]))
+                    + str(row["prompt"])
+                    + str(row["generation"])
+                )
+            else:
+                test = problem.tests[0]
+                code = submission_code(row, str(test.options.get("setup", "")), test.code)
+            j = judge.judge(Submission(problem, code, language))
             return row, j.verdict, j.reason
 
         with ThreadPoolExecutor(args.workers) as pool:

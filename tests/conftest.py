@@ -16,6 +16,7 @@ from assay.types import ExecResult
 _STATE = tempfile.mkdtemp(prefix="assay-test-state-")
 os.environ.setdefault("ASSAY_RECORDS", os.path.join(_STATE, "records"))
 os.environ.setdefault("ASSAY_STATE_DIR", os.path.join(_STATE, "state"))
+os.environ.setdefault("ASSAY_CACHE_DIR", os.path.join(_STATE, "compile-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -170,8 +170,12 @@ def doctor(
     cfg = SandboxConfig()
     report = probe_host(cfg)
     missing = report.missing_mandatory()
+    langs = _language_versions()
     if as_json:
-        sys.stdout.write(json.dumps({**report.to_dict(), "missing_mandatory": missing}) + "\n")
+        sys.stdout.write(
+            json.dumps({**report.to_dict(), "missing_mandatory": missing, "languages": langs})
+            + "\n"
+        )
         raise typer.Exit(EXIT_OK if not missing else EXIT_SANDBOX)
     table = Table(title="Assay sandbox controls on this host")
     table.add_column("control")
@@ -192,6 +196,14 @@ def doctor(
     row("Landlock", report.landlock_abi > 0, False, f"ABI {report.landlock_abi}")
     row("sandbox interpreter", report.python_ok, True, report.python)
     console.print(table)
+    lang_table = Table(title="Languages")
+    lang_table.add_column("language")
+    lang_table.add_column("installed")
+    lang_table.add_column("toolchain")
+    for name, version in langs.items():
+        ok = "missing" not in version
+        lang_table.add_row(name, "[green]yes[/]" if ok else "[yellow]no[/]", version)
+    console.print(lang_table)
     for note in report.notes:
         console.print(f"note: {note}")
     if missing:
@@ -202,6 +214,16 @@ def doctor(
     console.print(
         "[green]All mandatory controls are available; every sandbox uses all of the above.[/]"
     )
+
+
+def _language_versions() -> dict[str, str]:
+    out = {}
+    for name in languages.names():
+        try:
+            out[name] = languages.get(name).toolchain()
+        except Exception as exc:
+            out[name] = f"missing ({exc})"
+    return out
 
 
 @app.command("eval")
@@ -215,7 +237,7 @@ def eval_(
             "--format",
             "-f",
             help="humaneval, humanevalplus, mbpp, mbppplus, apps, codecontests, livecodebench, "
-            "prime, kodcode, acecoder, kattis, humaneval-x.",
+            "prime, kodcode, acecoder, kattis, humaneval-x, multipl-e.",
         ),
     ],
     samples: Annotated[
@@ -226,6 +248,14 @@ def eval_(
     workers: Annotated[
         int, typer.Option("--workers", help="Sandbox slots judging at once (default: CPU cores).")
     ] = len(os.sched_getaffinity(0)),
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--language",
+            "-l",
+            help="For multilingual datasets: humaneval-x checks it, multipl-e picks its rows.",
+        ),
+    ] = None,
     records: Annotated[
         str | None,
         typer.Option(
@@ -272,6 +302,7 @@ def eval_(
                 records=records,
                 cache=cache,
                 on_start=on_start,
+                language=language,
             )
     except ValidationError as exc:
         err_console.print(f"[red]error:[/] {exc}")

@@ -161,3 +161,13 @@ def state_dir() -> Path:
     ``~/.local/state/assay``."""
     env = os.environ.get("ASSAY_STATE_DIR")
     return Path(env) if env else Path.home() / ".local" / "state" / "assay"
+
+
+#: Compiled artefacts kept on disk (LRU beyond this); RL batches repeat programs often.
+COMPILE_CACHE_BYTES = 2 << 30
+
+
+def compile_cache_dir() -> Path:
+    """``$ASSAY_CACHE_DIR`` or ``~/.cache/assay/compile``."""
+    env = os.environ.get("ASSAY_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "assay" / "compile"

@@ -19,7 +19,7 @@ from .formats._io import read_records
 from .judge import Problem, Submission
 from .runner import Runner
 
-PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x")
+PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,7 @@ def evaluate(
     records: str | Path | None = None,
     cache: bool = True,
     on_start: Callable[[int], None] | None = None,
+    language: str | None = None,
 ) -> list[dict[str, Any]]:
     """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample as it ends.
 
@@ -82,7 +83,7 @@ def evaluate(
     own = runner is None
     runner = runner or Runner()
     try:
-        problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner)}
+        problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner, language)}
         samples = read_samples(samples_path, problems, fmt)
         ready = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
         if on_start is not None:
@@ -93,7 +94,15 @@ def evaluate(
             LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex,
         ):
             handle = ex.submit(
-                [Submission(ready[s.task_id], s.code) for s in samples], caller="assay-eval"
+                [
+                    Submission(
+                        ready[s.task_id],
+                        s.code,
+                        str(ready[s.task_id].metadata.get("language", language or "python")),
+                    )
+                    for s in samples
+                ],
+                caller="assay-eval",
             )
             for result in handle:
                 s = samples[result.index]

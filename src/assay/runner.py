@@ -12,10 +12,11 @@ from dataclasses import replace
 
 from . import languages
 from .errors import ValidationError
+from .languages.cache import CompileCache
 from .sandbox import RunRequest, Sandbox, SandboxConfig
 from .types import ExecResult, Limits
 
-_CACHE_ENTRIES = 256
+_CACHE_ENTRIES = 64
 
 
 class Runner:
@@ -24,8 +25,16 @@ class Runner:
     Identical sources compile once: RL batches repeat programs often.
     """
 
-    def __init__(self, sandbox: Sandbox | None = None, config: SandboxConfig | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Sandbox | None = None,
+        config: SandboxConfig | None = None,
+        compile_cache: CompileCache | None = None,
+    ) -> None:
         self.sandbox = sandbox or Sandbox(config)
+        #: On-disk artefacts shared across processes and restarts; a small in-memory LRU
+        #: sits in front of it.
+        self.compile_cache = compile_cache or CompileCache()
         self._cache: collections.OrderedDict[str, bytes] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
@@ -100,7 +109,13 @@ class Runner:
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
         key = hashlib.sha256(
             repr(
-                (lang.name, lang.toolchain(), build.argv, [(p, m) for p, _, m in build.files])
+                (
+                    lang.name,
+                    lang.toolchain(),
+                    build.argv,
+                    build.artifact,
+                    [(p, m, len(c)) for p, c, m in build.files],
+                )
             ).encode()
             + b"\0".join(c for _, c, _ in build.files)
         ).hexdigest()
@@ -115,6 +130,10 @@ class Runner:
                 hit = self._cache.get(key)
                 if hit is not None:
                     return hit
+            stored = self.compile_cache.get(key)
+            if stored is not None:
+                self._remember(key, stored)
+                return stored
             result = self.sandbox.execute(
                 RunRequest(
                     "exec", build.argv, build.files, b"", build.limits, collect=[build.artifact]
@@ -137,12 +156,19 @@ class Runner:
                     wall_s=result.wall_s,
                     peak_memory_bytes=result.peak_memory_bytes,
                 )
-            with self._lock:
-                self._cache[key] = artifact
-                while len(self._cache) > _CACHE_ENTRIES:
-                    self._cache.popitem(last=False)
-                self._building.pop(key, None)
+            try:
+                self.compile_cache.put(key, artifact)
+            except OSError:
+                pass  # a full or read-only cache disk costs speed, not correctness
+            self._remember(key, artifact)
             return artifact
+
+    def _remember(self, key: str, artifact: bytes) -> None:
+        with self._lock:
+            self._cache[key] = artifact
+            while len(self._cache) > _CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+            self._building.pop(key, None)
 
 
 _default: Runner | None = None

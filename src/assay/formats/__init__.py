@@ -18,6 +18,7 @@ from . import (
     kodcode,
     livecodebench,
     mbpp,
+    multiple,
     prime,
 )
 from ._io import read_records
@@ -28,6 +29,7 @@ FORMATS = (
     "mbpp",
     "mbppplus",
     "humaneval-x",
+    "multipl-e",
     "apps",
     "codecontests",
     "prime",
@@ -39,10 +41,15 @@ FORMATS = (
 
 
 def load(
-    path: str | Path, fmt: str, tests: str = "plus", runner: Runner | None = None
+    path: str | Path,
+    fmt: str,
+    tests: str = "plus",
+    runner: Runner | None = None,
+    language: str | None = None,
 ) -> list[Problem]:
     """Load a dataset file as problems. ``tests`` picks EvalPlus's base or plus inputs;
-    ``runner`` (a sandbox) is needed to decode LiveCodeBench's private tests."""
+    ``runner`` (a sandbox) is needed to decode LiveCodeBench's private tests; ``language``
+    checks (HumanEval-X) or chooses (MultiPL-E) the language of multilingual datasets."""
     if tests not in ("base", "plus"):
         raise ValidationError("tests", "must be 'base' or 'plus'")
     if fmt == "kattis":
@@ -63,7 +70,9 @@ def load(
     if fmt in ("apps", "taco"):
         return apps.load(records)
     if fmt == "humaneval-x":
-        return humanevalx.load(records)
+        return humanevalx.load(records, language)
+    if fmt == "multipl-e":
+        return multiple.load(records, language)
     if fmt == "mbpp":
         return mbpp.load(records)
     if fmt in ("humanevalplus", "mbppplus"):

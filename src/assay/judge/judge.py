@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import languages
 from ..errors import ValidationError
 from ..runner import Runner
 from ..types import ExecResult
-from . import compare
+from . import compare, harness
 from .calls import run_calls
 from .checker import check
+from .native import run_native_scripts
 from .scripts import run_scripts
 from .types import Judgement, Problem, Submission, TestCase, TestResult, Verdict
 
@@ -41,8 +43,12 @@ class Judge:
         code = submission.code.encode() if isinstance(submission.code, str) else submission.code
         if calls:
             results.extend(run_calls(self.runner, code, calls, problem.limits))
-        if scripts:
+        if scripts and submission.language == "python":
             results.extend(run_scripts(self.runner, code, scripts, problem.limits))
+        elif scripts:
+            text = code.decode(errors="replace")
+            lang = languages.get(submission.language).name
+            results.extend(run_native_scripts(self.runner, text, lang, scripts, problem.limits))
         for i, test in enumerate(problem.tests):
             if test.kind in ("call", "script", "pytest"):
                 continue
@@ -91,7 +97,9 @@ def validate(submission: Submission) -> None:
             if not test.code:
                 raise ValidationError(f"tests[{i}].code", "a script test needs its test program")
             if submission.language != "python":
-                raise ValidationError("language", "script tests are judged for Python submissions")
+                if test.kind == "pytest":
+                    raise ValidationError("language", "pytest tests need a Python submission")
+                harness.get(languages.get(submission.language).name)
         elif test.kind != "stdio":
             raise ValidationError(
                 f"tests[{i}].kind", f"{test.kind!r} tests are not supported by this judge yet"

@@ -6,16 +6,39 @@ import os
 
 from ..errors import UnsupportedLanguageError
 from .base import Build, Language, Program, request, tool_version
+from .bash import Bash
+from .go import Go
+from .java import Java
+from .javascript import JavaScript, TypeScript
 from .native import Executable, GccFamily
 from .python import Python
+from .rust import Rust
 
 _REGISTRY: dict[str, Language] = {
     "python": Python(),
     "c": GccFamily("c", "gcc", "c11", (".c",), "main.c"),
     "cpp": GccFamily("cpp", "g++", "c++17", (".cpp", ".cc", ".cxx"), "main.cpp"),
+    "rust": Rust(),
+    "go": Go(),
+    "java": Java(),
+    "javascript": JavaScript(),
+    "typescript": TypeScript(),
+    "bash": Bash(),
     "executable": Executable(),
 }
-_ALIASES = {"py": "python", "python3": "python", "c++": "cpp", "cxx": "cpp", "exe": "executable"}
+_ALIASES = {
+    "py": "python",
+    "python3": "python",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "exe": "executable",
+    "rs": "rust",
+    "golang": "go",
+    "js": "javascript",
+    "node": "javascript",
+    "ts": "typescript",
+    "sh": "bash",
+}
 
 
 def get(name: str) -> Language:

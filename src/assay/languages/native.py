@@ -40,6 +40,9 @@ class GccFamily:
             "main",
             self.src,
             "-lm",
+            # HumanEval-X's C++ md5 task uses OpenSSL; --as-needed links it only when used.
+            "-Wl,--as-needed",
+            "-lcrypto",
         ]
         return Build(argv, [(self.src, source, 0o644)], "main", COMPILE_LIMITS)
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 from .. import defaults
-from .base import Build, Program
+from .base import Build, Program, tool_version
 
 
 class Python:
@@ -16,7 +14,7 @@ class Python:
         self.interpreter = interpreter
 
     def toolchain(self) -> str:
-        return f"python:{self.interpreter}:{sys.hexversion}"
+        return f"python:{self.interpreter}:{tool_version(self.interpreter)}"
 
     def build(self, source: bytes) -> Build | None:
         return None
