@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 from .. import languages
 from ..errors import ValidationError
-from ..judge import Judge, Problem, Submission, TestCase, combine, validate
+from ..judge import Judge, Judgement, Problem, Submission, TestCase, combine, validate
 from ..reward import RewardFn
 from ..runner import Runner
 from ..types import Limits
@@ -184,14 +184,11 @@ def _split(job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
     return out
 
 
-class SandboxBackend:
-    """Judges submissions and runs programs in the sandbox of ``runner``."""
+class _Common:
+    """Describing, splitting and merging: the same whatever executes the jobs."""
 
-    def __init__(self, runner: Runner, reward: RewardFn | None = None) -> None:
-        self.runner = runner
-        self.judge = Judge(runner)
-        self.reward = reward
-        self._describe = _Describer(lambda lang: languages.get(lang).toolchain())
+    def __init__(self, toolchain: Callable[[str], str]) -> None:
+        self._describe = _Describer(toolchain)
 
     def describe(self, job: Job) -> JobInfo:
         return self._describe(job)
@@ -208,6 +205,21 @@ class SandboxBackend:
         judgement = combine(judged, len(job.problem.tests))
         overheads = [ex.overhead_s for _, ex in parts if ex.overhead_s is not None]
         return self._finish(job, judgement, sum(overheads) if overheads else None)
+
+    def _finish(self, job: Submission, judgement: Judgement, overhead: float | None) -> Execution:
+        return Execution(
+            judgement.verdict, judgement.reward, judgement.reason, judgement, overhead_s=overhead
+        )
+
+
+class SandboxBackend(_Common):
+    """Judges submissions and runs programs in the sandbox of ``runner``."""
+
+    def __init__(self, runner: Runner, reward: RewardFn | None = None) -> None:
+        super().__init__(lambda lang: languages.get(lang).toolchain())
+        self.runner = runner
+        self.judge = Judge(runner)
+        self.reward = reward
 
     def execute(self, job: Job, stop_on_failure: bool) -> Execution:
         started = time.perf_counter()
@@ -228,7 +240,7 @@ class SandboxBackend:
         overhead = max(0.0, elapsed - sum(t.wall_s for t in judgement.tests))
         return self._finish(job, judgement, overhead)
 
-    def _finish(self, job: Submission, judgement: Any, overhead: float | None) -> Execution:
+    def _finish(self, job: Submission, judgement: Judgement, overhead: float | None) -> Execution:
         reward, reason = judgement.reward, judgement.reason
         if self.reward is not None:
             r = self.reward(judgement, job.problem, submission=job)
@@ -238,27 +250,12 @@ class SandboxBackend:
         )
 
 
-class InMemoryBackend:
+class InMemoryBackend(_Common):
     """Runs jobs by calling ``fn(job)``: no sandbox. For tests and overhead measurements."""
 
     def __init__(self, fn: Callable[[Job], Execution]) -> None:
+        super().__init__(lambda lang: "in-memory")
         self.fn = fn
-        self._describe = _Describer(lambda lang: "in-memory")
-
-    def describe(self, job: Job) -> JobInfo:
-        return self._describe(job)
-
-    def split(self, job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
-        return _split(job, parts)
-
-    def merge(self, job: Job, parts: list[tuple[list[int], Execution]]) -> Execution:
-        assert isinstance(job, Submission)
-        judged = [(idx, ex.judgement) for idx, ex in parts if ex.judgement is not None]
-        if len(judged) == len(parts):
-            j = combine(judged, len(job.problem.tests))
-            return Execution(j.verdict, j.reward, j.reason, judgement=j)
-        worst = next((ex for _, ex in parts if ex.verdict != "accepted"), parts[0][1])
-        return worst
 
     def execute(self, job: Job, stop_on_failure: bool) -> Execution:
         return self.fn(job)

@@ -16,16 +16,7 @@ from .calls import run_calls
 from .checker import check
 from .native import run_native_scripts
 from .scripts import run_scripts
-from .types import Judgement, Problem, Submission, TestCase, TestResult, Verdict
-
-_STATUS_TO_VERDICT: dict[str, Verdict] = {
-    "runtime_error": "runtime_error",
-    "time_limit": "time_limit",
-    "memory_limit": "memory_limit",
-    "output_limit": "output_limit",
-    "compile_error": "compile_error",
-    "sandbox_error": "sandbox_error",
-}
+from .types import STATUS_TO_VERDICT, Judgement, Problem, Submission, TestCase, TestResult
 
 
 class Judge:
@@ -74,7 +65,7 @@ class Judge:
         }
         if result.status != "ok":
             tail = result.stderr.decode(errors="replace")[-500:]
-            return TestResult(index, _STATUS_TO_VERDICT[result.status], message=tail, **common)  # type: ignore[arg-type]
+            return TestResult(index, STATUS_TO_VERDICT[result.status], message=tail, **common)  # type: ignore[arg-type]
         if problem.checker is not None:
             return check(self.runner, problem, index, test, result)
         assert test.expected is not None

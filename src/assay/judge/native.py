@@ -20,16 +20,7 @@ import secrets
 from ..runner import Runner
 from ..types import Limits
 from . import harness
-from .types import TestCase, TestResult, Verdict
-
-_STATUS: dict[str, Verdict] = {
-    "runtime_error": "runtime_error",
-    "time_limit": "time_limit",
-    "memory_limit": "memory_limit",
-    "output_limit": "output_limit",
-    "compile_error": "compile_error",
-    "sandbox_error": "sandbox_error",
-}
+from .types import STATUS_TO_VERDICT, TestCase, TestResult
 
 
 def run_native_scripts(
@@ -48,7 +39,7 @@ def run_native_scripts(
         }
         if result.status != "ok":
             tail = (result.stderr or result.stdout).decode(errors="replace")[-800:]
-            out.append(TestResult(index, _STATUS[result.status], message=tail, **common))  # type: ignore[arg-type]
+            out.append(TestResult(index, STATUS_TO_VERDICT[result.status], message=tail, **common))  # type: ignore[arg-type]
             if result.status == "compile_error":
                 break
             continue

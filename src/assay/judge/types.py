@@ -21,6 +21,17 @@ Verdict = Literal[
 ]
 
 
+#: A run's status that is not ``ok`` decides its test's verdict directly.
+STATUS_TO_VERDICT: dict[str, Verdict] = {
+    "runtime_error": "runtime_error",
+    "time_limit": "time_limit",
+    "memory_limit": "memory_limit",
+    "output_limit": "output_limit",
+    "compile_error": "compile_error",
+    "sandbox_error": "sandbox_error",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class TestCase:
     """One test. ``stdio``: ``input`` -> ``expected`` output (compared by ``compare``)."""

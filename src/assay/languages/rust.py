@@ -20,7 +20,7 @@ import os
 from functools import lru_cache
 
 from .. import defaults
-from ..types import Limits
+from . import native
 from .base import Build, Program, tool_version
 
 #: Debian's rustc (package ``rustc``): an absolute path, so a rustup install earlier on the
@@ -36,13 +36,7 @@ EDITION = "2021"
 #: and ld: the same budget as gcc. (``-C codegen-units=1`` keeps rustc's thread count fixed,
 #: whatever the host's core count: it otherwise starts an LLVM worker per core and could hit
 #: the process limit.)
-COMPILE_LIMITS = Limits(
-    time_s=defaults.COMPILE_TIME_S,
-    memory_mb=defaults.COMPILE_MEMORY_MB,
-    processes=defaults.COMPILE_PROCESSES,
-    output_bytes=1 << 20,
-    disk_mb=256,
-)
+COMPILE_LIMITS = native.COMPILE_LIMITS
 
 
 @lru_cache(maxsize=4)
