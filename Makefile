@@ -72,8 +72,8 @@ demo: install
 	$(VENV)/bin/assay demo
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -1,0 +1,210 @@
+"""TRL reward functions (``GRPOTrainer(reward_funcs=[...])``).
+
+TRL calls a reward function as ``f(prompts=..., completions=..., **columns)``: one list entry
+per generated completion, every other dataset column as a keyword list of the same length.
+Completions are strings, or message lists (``[{"role": "assistant", "content": ...}]``) for
+conversational datasets. The result is one float per completion, or ``None`` for a row this
+function cannot judge (no readable tests, our sandbox failing, a deadline): TRL leaves
+``None`` out of the reward instead of teaching the model that its program was wrong.
+
+.. code-block:: python
+
+    from assay.integrations.trl import make_reward_func
+    trainer = GRPOTrainer(model=..., train_dataset=ds,
+                          reward_funcs=[make_reward_func(column="verification_info")])
+
+TRL logs each reward under the function's ``__name__`` (``assay_binary`` by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+from ..errors import ValidationError
+from ..executor import LocalExecutor
+from ..judge import Submission
+from ..reward import RewardFn
+from ..types import Limits
+from ._judging import Config, Memo, Outcome, judge_rows, judge_rows_async, prepare
+from ._remote import Transport
+
+__all__ = [
+    "GROUND_TRUTH_COLUMNS",
+    "make_reward_func",
+    "make_reward_func_async",
+    "reward_func",
+    "reward_func_async",
+]
+
+#: Columns searched, in order, when no column is named.
+GROUND_TRUTH_COLUMNS = (
+    "ground_truth",
+    "verification_info",
+    "input_output",
+    "test_cases",
+    "public_test_cases",
+    "tests",
+    "reward_model",
+)
+
+#: Keywords TRL passes that are not dataset columns.
+_NOT_COLUMNS = frozenset({"completion_ids", "trainer_state", "log_extra", "log_metric"})
+
+RewardFunc = Callable[..., list[float | None]]
+AsyncRewardFunc = Callable[..., Coroutine[Any, Any, list[float | None]]]
+
+
+def completion_text(completion: Any) -> str:
+    """The text of a completion: a string, or the last assistant message of a conversation
+    (content given as a string or as a list of ``{"type": "text", "text": ...}`` parts)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence):
+        messages = [m for m in completion if isinstance(m, Mapping)]
+        replies = [m for m in messages if m.get("role") == "assistant"] or messages
+        if replies:
+            content = replies[-1].get("content", "")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, Sequence):
+                return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    raise ValidationError(
+        "completions", f"expected a string or a list of messages, got {type(completion).__name__}"
+    )
+
+
+def _column(kwargs: Mapping[str, Any], column: str | None) -> str:
+    if column is not None:
+        if column not in kwargs:
+            raise ValidationError(
+                "column", f"dataset column {column!r} not passed; got: {', '.join(sorted(kwargs))}"
+            )
+        return column
+    for name in GROUND_TRUTH_COLUMNS:
+        if name in kwargs:
+            return name
+    raise ValidationError(
+        "column",
+        f"no ground-truth column among {', '.join(sorted(kwargs)) or 'none'}; "
+        f"expected one of {GROUND_TRUTH_COLUMNS} or name it with make_reward_func(column=...)",
+    )
+
+
+def _items(
+    completions: Sequence[Any], kwargs: Mapping[str, Any], column: str | None, config: Config
+) -> list[Submission | Outcome]:
+    name = _column(kwargs, column)
+    truths = kwargs[name]
+    n = len(completions)
+    if len(truths) != n:
+        raise ValidationError(name, f"{len(truths)} values for {n} completions")
+    # Other same-length columns are the row's extra information (LiveCodeBench's
+    # ``metadata`` with the function name, a ``language`` column, ids).
+    extra_cols = {
+        k: v
+        for k, v in kwargs.items()
+        if k != name and k not in _NOT_COLUMNS and isinstance(v, list) and len(v) == n
+    }
+    memo = Memo()
+    items: list[Submission | Outcome] = []
+    for i, completion in enumerate(completions):
+        extra = {k: v[i] for k, v in extra_cols.items()}
+        if truths[i] is None:
+            items.append(Outcome("invalid_input", None, 0, 0, f"{name}: no tests for this row"))
+            continue
+        items.append(
+            prepare(completion_text(completion), truths[i], config, extra_info=extra, memo=memo)
+        )
+    return items
+
+
+def _rewards(outcomes: list[Outcome]) -> list[float | None]:
+    return [o.reward for o in outcomes]
+
+
+def _config(
+    language: str,
+    url: str | None,
+    executor: LocalExecutor | None,
+    reward: str | RewardFn,
+    limits: Limits | None,
+    transport: Transport | None,
+    deadline_s: float | None,
+    retries: int,
+) -> Config:
+    return Config(url, executor, language, reward, limits, transport, deadline_s, "trl", retries)
+
+
+def _name(reward: str | RewardFn) -> str:
+    return f"assay_{reward}" if isinstance(reward, str) else f"assay_{type(reward).__name__}"
+
+
+def make_reward_func(
+    column: str | None = "verification_info",
+    language: str = "python",
+    url: str | None = None,
+    executor: LocalExecutor | None = None,
+    reward: str | RewardFn = "binary",
+    *,
+    limits: Limits | None = None,
+    transport: Transport | None = None,
+    deadline_s: float | None = None,
+    retries: int = 3,
+    name: str | None = None,
+) -> RewardFunc:
+    """A TRL reward function judging ``column`` (None: the first of
+    :data:`GROUND_TRUTH_COLUMNS` present). ``language`` is used when a row does not name
+    one (a ``language`` column or the ground truth's own). The options are checked now, so
+    a misconfiguration fails before training starts."""
+    config = _config(language, url, executor, reward, limits, transport, deadline_s, retries)
+
+    def func(
+        prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
+    ) -> list[float | None]:
+        return _rewards(judge_rows(_items(completions, kwargs, column, config), config))
+
+    func.__name__ = func.__qualname__ = name or _name(reward)
+    return func
+
+
+def make_reward_func_async(
+    column: str | None = "verification_info",
+    language: str = "python",
+    url: str | None = None,
+    executor: LocalExecutor | None = None,
+    reward: str | RewardFn = "binary",
+    *,
+    limits: Limits | None = None,
+    transport: Transport | None = None,
+    deadline_s: float | None = None,
+    retries: int = 3,
+    name: str | None = None,
+) -> AsyncRewardFunc:
+    """:func:`make_reward_func` as a coroutine function (TRL awaits async reward functions
+    concurrently with the other reward functions)."""
+    config = _config(language, url, executor, reward, limits, transport, deadline_s, retries)
+
+    async def func(
+        prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
+    ) -> list[float | None]:
+        items = _items(completions, kwargs, column, config)
+        return _rewards(await judge_rows_async(items, config))
+
+    func.__name__ = func.__qualname__ = name or _name(reward)
+    return func
+
+
+_DEFAULT = Config(caller="trl")
+
+
+def reward_func(prompts: Any, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
+    """Binary reward, embedded executor, ground truth from the first known column present."""
+    return _rewards(judge_rows(_items(completions, kwargs, None, _DEFAULT), _DEFAULT))
+
+
+async def reward_func_async(
+    prompts: Any, completions: Sequence[Any], **kwargs: Any
+) -> list[float | None]:
+    """:func:`reward_func` as a coroutine function."""
+    return _rewards(await judge_rows_async(_items(completions, kwargs, None, _DEFAULT), _DEFAULT))
