@@ -44,6 +44,15 @@ def _register_records() -> None:
 _register_records()
 
 
+def _register_serve() -> None:
+    from .server.cli import serve_command
+
+    app.command("serve")(serve_command)
+
+
+_register_serve()
+
+
 def _insecure_banner() -> None:
     err_console.print(
         "[bold white on red] INSECURE [/] mandatory isolation controls are missing on this host; "

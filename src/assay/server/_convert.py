@@ -1,0 +1,234 @@
+"""Request fields to Assay values, each check raising ValidationError naming the field.
+
+Everything a client sends passes through here before it can reach the executor: language
+names (SandboxFusion's included), limits against the server's caps, code size, file paths
+confined to the work dir, base64 payloads, and inline tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import posixpath
+import re
+from typing import Any
+
+from .. import languages
+from ..errors import UnsupportedLanguageError, ValidationError
+from ..judge import Problem, TestCase
+from ..judge import compare as _compare
+from ..types import Limits
+from .models import LimitsModel, ProblemModel, TestModel
+from .settings import Settings
+
+#: SandboxFusion language names that are spelled differently in Assay.
+_SF_NAMES = {"nodejs": "javascript", "python3": "python", "c++": "cpp", "golang": "go"}
+#: Languages whose SandboxFusion response carries a ``compile_result``.
+COMPILED = frozenset({"c", "cpp", "java", "go", "rust"})
+
+
+def language(name: str, field: str = "language") -> str:
+    """Assay's canonical name for ``name`` (an Assay or a SandboxFusion language name)."""
+    try:
+        return languages.get(_SF_NAMES.get(name, name)).name
+    except UnsupportedLanguageError:
+        known = ", ".join([*languages.names(), "nodejs"])
+        raise ValidationError(field, f"unknown language {name!r}; known: {known}") from None
+
+
+def code(text: str, settings: Settings, field: str = "code") -> str:
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > settings.max_code_bytes:
+        raise ValidationError(
+            field, f"{size} bytes, more than the cap of {settings.max_code_bytes}"
+        )
+    return text
+
+
+def stdin(text: str | None, settings: Settings, field: str = "stdin") -> bytes:
+    data = (text or "").encode("utf-8", errors="surrogatepass")
+    if len(data) > settings.max_stdin_bytes:
+        raise ValidationError(field, f"more than {settings.max_stdin_bytes} bytes")
+    return data
+
+
+def _number(value: float, field: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(field, "must be a finite number")
+    if value < low or value > high:
+        raise ValidationError(field, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def seconds(value: float, settings: Settings, field: str) -> float:
+    return _number(value, field, 0.001, settings.max_time_s)
+
+
+def memory_mb(value: int, settings: Settings, field: str) -> int:
+    """MiB; SandboxFusion's ``-1`` (and 0) mean the server default."""
+    if value in (-1, 0):
+        return settings.default_memory_mb
+    return int(_number(value, field, 16, settings.max_memory_mb))
+
+
+def limits(model: LimitsModel | None, settings: Settings, base: Limits, field: str) -> Limits:
+    """``base`` with the request's overrides, each checked against the server's caps."""
+    if model is None:
+        return base
+    time_s = base.time_s if model.time_s is None else model.time_s
+    wall_s = base.wall_s if model.wall_s is None else model.wall_s
+    mem = base.memory_mb if model.memory_mb is None else model.memory_mb
+    procs = base.processes if model.processes is None else model.processes
+    out = base.output_bytes if model.output_bytes is None else model.output_bytes
+    seconds(time_s, settings, f"{field}.time_s")
+    if wall_s is not None:
+        _number(wall_s, f"{field}.wall_s", 0.001, settings.max_time_s * 4)
+    _number(mem, f"{field}.memory_mb", 16, settings.max_memory_mb)
+    _number(procs, f"{field}.processes", 1, 1024)
+    _number(out, f"{field}.output_bytes", 0, settings.max_output_bytes)
+    return Limits(
+        time_s=time_s,
+        wall_s=wall_s,
+        memory_mb=mem,
+        processes=procs,
+        output_bytes=out,
+        file_bytes=base.file_bytes,
+        disk_mb=base.disk_mb,
+    )
+
+
+def path(p: str, field: str) -> str:
+    """A relative path that stays inside the work dir (no absolute paths, no ``..``)."""
+    if not isinstance(p, str) or not p or "\x00" in p or "\\" in p:
+        raise ValidationError(field, f"invalid path {p!r}")
+    if p.startswith("/"):
+        raise ValidationError(field, f"absolute path {p!r}: paths are relative to the work dir")
+    if ".." in p.split("/"):
+        raise ValidationError(field, f"path {p!r} leaves the work dir ('..')")
+    norm = posixpath.normpath(p)
+    if norm in (".", "") or norm.startswith("../"):
+        raise ValidationError(field, f"invalid path {p!r}")
+    return norm
+
+
+def files(
+    items: dict[str, str | None], settings: Settings, field: str = "files"
+) -> dict[str, bytes]:
+    """Decoded ``{path: base64}`` (None: an empty file), paths and sizes checked."""
+    if len(items) > settings.max_files:
+        raise ValidationError(
+            field, f"{len(items)} files, more than the cap of {settings.max_files}"
+        )
+    out: dict[str, bytes] = {}
+    for name, b64 in items.items():
+        where = f"{field}[{name!r}]"
+        clean = path(name, where)
+        try:
+            data = b"" if b64 is None else base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValidationError(where, "is not valid base64") from None
+        if len(data) > settings.max_file_bytes:
+            raise ValidationError(where, f"more than {settings.max_file_bytes} bytes decoded")
+        out[clean] = data
+    return out
+
+
+def fetch(paths: list[str], settings: Settings, field: str = "fetch_files") -> list[str]:
+    if len(paths) > settings.max_files:
+        raise ValidationError(
+            field, f"{len(paths)} paths, more than the cap of {settings.max_files}"
+        )
+    return [path(p, f"{field}[{i}]") for i, p in enumerate(paths)]
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# -- inline problems ---------------------------------------------------------------------------
+
+
+def _test(t: TestModel, field: str, settings: Settings) -> TestCase:
+    if t.kind == "stdio":
+        if t.expected is None:
+            raise ValidationError(f"{field}.expected", "a stdio test needs an expected output")
+        stdin(t.input, settings, f"{field}.input")
+        return TestCase(
+            kind="stdio", input=t.input, expected=t.expected, compare=t.compare, name=t.name
+        )
+    if not t.fn_name or not t.fn_name.isidentifier():
+        raise ValidationError(f"{field}.fn_name", "a call test needs a function name")
+    return TestCase(
+        kind="call",
+        name=t.name,
+        options={"fn_name": t.fn_name, "args": list(t.args)},
+        expected_value=t.expected_value,
+    )
+
+
+def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -> Problem:
+    if not model.tests:
+        raise ValidationError(f"{field}.tests", "at least one test is needed")
+    if len(model.tests) > settings.max_tests:
+        raise ValidationError(f"{field}.tests", f"more than {settings.max_tests} tests")
+    tests = [_test(t, f"{field}.tests[{i}]", settings) for i, t in enumerate(model.tests)]
+    for i, t in enumerate(tests):
+        if t.kind == "stdio" and t.compare not in _compare.REGISTRY:
+            known = ", ".join(sorted(_compare.REGISTRY))
+            raise ValidationError(
+                f"{field}.tests[{i}].compare", f"unknown comparator {t.compare!r}; known: {known}"
+            )
+    return Problem(model.id, tests, limits=limits(model.limits, settings, base, f"{field}.limits"))
+
+
+def label_problem(label: Any, field: str, limits_: Limits) -> Problem:
+    """An OpenRLHF/APPS-style label: ``{"inputs", "outputs"}`` (stdio) or with ``fn_name``
+    (call tests), as an object or a JSON string."""
+    from ..formats import apps
+
+    if isinstance(label, str):
+        try:
+            label = json.loads(label)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(field, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(label, dict):
+        raise ValidationError(field, "must be an object with 'inputs' and 'outputs'")
+    try:
+        p = apps.problem({"input_output": label, "id": str(label.get("id", "label"))})
+    except ValidationError as exc:
+        raise ValidationError(field, exc.message) from None
+    return Problem(p.id, p.tests, limits=limits_)
+
+
+# -- code extraction -----------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
+_OPEN = re.compile(r"```([^\n`]*)\n(.*)$", re.DOTALL)
+_TAGS = {
+    "python": {"python", "py", "python3"},
+    "cpp": {"cpp", "c++", "cxx", "cc"},
+    "c": {"c"},
+    "java": {"java"},
+    "javascript": {"javascript", "js", "node", "nodejs"},
+    "typescript": {"typescript", "ts"},
+    "go": {"go", "golang"},
+    "rust": {"rust", "rs"},
+    "bash": {"bash", "sh", "shell"},
+}
+
+
+def extract_code(text: str, lang: str) -> tuple[str, str]:
+    """The program in a model's answer and how it was found (SandboxFusion's
+    ``extracted_type``): the last fenced block tagged with ``lang`` (else the last fenced
+    block), an unclosed fence, or the whole text."""
+    tags = _TAGS.get(lang, {lang})
+    blocks = _FENCE.findall(text)
+    if blocks:
+        tagged = [body for tag, body in blocks if tag.strip().lower() in tags]
+        return (tagged or [blocks[-1][1]])[-1], "fenced"
+    opened = _OPEN.search(text)
+    if opened:
+        return opened.group(2), "incomplete_fenced"
+    return text, "heuristic" if text.strip() else "empty"

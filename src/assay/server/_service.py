@@ -1,0 +1,142 @@
+"""What the routes share: the executor, the settings, async batches, and result waiting.
+
+Results are handed from the executor's worker threads to the event loop with
+``call_soon_threadsafe``: no thread is parked per waiting request, so thousands of requests
+can wait on a few sandboxes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from ..executor import BatchHandle, Job, JobResult, LocalExecutor
+from ..scheduler import HIGH, LOW, NORMAL
+from .settings import Settings
+
+log = logging.getLogger("assay.server")
+
+PRIORITIES = {"high": HIGH, "normal": NORMAL, "low": LOW}
+#: Batches larger than this are submitted from a thread (planning them takes a moment).
+_INLINE_SUBMIT = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    handle: BatchHandle
+    results: list[JobResult]
+
+
+class Service:
+    def __init__(self, executor: LocalExecutor, settings: Settings) -> None:
+        self.executor = executor
+        self.settings = settings
+        #: Async batches by id with their results so far, oldest first (finished ones are
+        #: evicted past the cap).
+        self.batches: collections.OrderedDict[str, Kept] = collections.OrderedDict()
+        #: Direct runner calls (fetch_files) use at most one slot each, like the executor.
+        self.direct = asyncio.Semaphore(executor.slots)
+        self.inflight: set[BatchHandle] = set()
+        self.closing = False
+        self.started = time.time()
+
+    async def submit(
+        self,
+        jobs: Sequence[Job],
+        *,
+        caller: str,
+        priority: str = "normal",
+        deadline_s: float | None = None,
+        stop_on_failure: bool = False,
+    ) -> BatchHandle:
+        """Queue ``jobs`` (raises Overloaded / ValidationError, nothing queued then)."""
+        kw = {
+            "caller": caller,
+            "priority": PRIORITIES[priority],
+            "deadline_s": deadline_s,
+            "stop_on_failure": stop_on_failure,
+        }
+        if len(jobs) > _INLINE_SUBMIT:
+            return await asyncio.to_thread(lambda: self.executor.submit(jobs, **kw))  # type: ignore[arg-type]
+        return self.executor.submit(jobs, **kw)  # type: ignore[arg-type]
+
+    async def results(self, handle: BatchHandle) -> list[JobResult]:
+        """Every result of ``handle`` in submission order; cancels it if the caller goes."""
+        self.inflight.add(handle)
+        try:
+            out: list[JobResult | None] = [None] * handle.size
+            async for r in stream(handle):
+                out[r.index] = r
+            return [r for r in out if r is not None]
+        except asyncio.CancelledError:
+            handle.cancel()
+            raise
+        finally:
+            self.inflight.discard(handle)
+
+    def keep(self, handle: BatchHandle) -> None:
+        kept = Kept(handle, [])
+        handle.add_callback(kept.results.append)  # list.append is atomic: no lock needed
+        self.batches[handle.id] = kept
+        excess = len(self.batches) - self.settings.max_batches_kept
+        for bid in [b for b, k in self.batches.items() if k.handle.done][: max(0, excess)]:
+            del self.batches[bid]
+
+    async def drain(self) -> None:
+        """Graceful shutdown: wait for in-flight batches, then cancel what is left, so every
+        job ends with an explicit result (``cancelled``), never silently."""
+        self.closing = True
+        kept = [k.handle for k in self.batches.values()]
+        pending = [h for h in [*self.inflight, *kept] if not h.done]
+        deadline = time.monotonic() + self.settings.shutdown_grace_s
+        while pending and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            pending = [h for h in pending if not h.done]
+        for h in pending:
+            n = h.cancel()
+            log.warning("shutdown: batch %s cancelled with %d unfinished jobs", h.id, n)
+
+
+async def stream(handle: BatchHandle) -> AsyncIterator[JobResult]:
+    """Results of ``handle`` as they finish (those already in first)."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[JobResult] = asyncio.Queue()
+
+    def push(r: JobResult) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, r)
+        except RuntimeError:  # the loop is gone: nobody is listening any more
+            pass
+
+    handle.add_callback(push)
+    seen: set[int] = set()
+    while len(seen) < handle.size:
+        r = await queue.get()
+        if r.index in seen:
+            continue
+        seen.add(r.index)
+        yield r
+
+
+def service(request: Request) -> Service:
+    svc: Service = request.app.state.service
+    return svc
+
+
+def caller(request: Request) -> str:
+    """Fair-share key: the ``X-Assay-Caller`` header, else the client address."""
+    name = request.headers.get("x-assay-caller")
+    if name:
+        return name[:64]
+    return request.client.host if request.client is not None else "http"
+
+
+#: The service, as a route parameter.
+Svc = Annotated[Service, Depends(service)]

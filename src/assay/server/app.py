@@ -1,0 +1,191 @@
+"""The HTTP service: ``create_app()`` builds the FastAPI app around one LocalExecutor.
+
+One process owns one executor: the sandboxes are the parallelism (one worker thread per
+slot, each running programs in separate, isolated processes), so the event loop only parses
+requests and waits; more server processes would only split the queue and the caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .. import __version__
+from ..errors import Overloaded, ValidationError
+from ..executor import LocalExecutor
+from . import native, reward, sandboxfusion
+from ._service import Service
+from .models import ErrorResponse
+from .settings import Settings
+
+log = logging.getLogger("assay.server")
+_OPEN = frozenset({"/healthz", "/readyz"})
+
+
+class _Gate:
+    """Pure ASGI middleware: bearer auth (when a token is set) and the body size cap (413),
+    both before FastAPI reads or parses anything."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self._token = settings.api_token.encode() if settings.api_token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if self._token is not None and scope["path"] not in _OPEN:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, b"Bearer " + self._token):
+                await _error(
+                    401,
+                    "authorization",
+                    "missing or wrong bearer token",
+                    send,
+                    {"www-authenticate": "Bearer"},
+                )
+                return
+        cap = self.settings.max_body_bytes
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > cap:
+            await _error(413, "body", f"more than {cap} bytes", send)
+            return
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # buffer (bounded) so an unannounced oversized body is refused too
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > cap:
+                await _error(413, "body", f"more than {cap} bytes", send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _error(
+    status: int, field: str, message: str, send: Send, extra: dict[str, str] | None = None
+) -> None:
+    response = JSONResponse(
+        {"field": field, "message": f"{field}: {message}"}, status, headers=extra
+    )
+    await response({"type": "http"}, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [p for p in loc if p != "body"]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "body"
+
+
+def create_app(
+    executor: LocalExecutor | None = None, *, settings: Settings | None = None
+) -> FastAPI:
+    """The service. Without ``executor`` the lifespan creates one and closes it on shutdown;
+    a given executor is left open (its owner closes it)."""
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ex = executor if executor is not None else await asyncio.to_thread(LocalExecutor)
+        svc = Service(ex, settings)
+        app.state.service = svc
+        try:
+            yield
+        finally:
+            await svc.drain()
+            if executor is None:
+                await asyncio.to_thread(ex.close)
+
+    app = FastAPI(
+        title="Assay",
+        version=__version__,
+        summary="Secure code execution and judging for RL training (SandboxFusion-compatible).",
+        lifespan=lifespan,
+        responses={
+            422: {"model": ErrorResponse, "description": "invalid request"},
+            429: {"model": ErrorResponse, "description": "queue full (Retry-After)"},
+        },
+    )
+    app.add_middleware(_Gate, settings=settings)
+
+    @app.exception_handler(ValidationError)
+    async def _invalid(request: Request, exc: ValidationError) -> JSONResponse:
+        return JSONResponse({"field": exc.field, "message": str(exc)}, 422)
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first = _loc(errors[0]["loc"]) if errors else "body"
+        text = "; ".join(f"{_loc(e['loc'])}: {e['msg']}" for e in errors[:5])
+        return JSONResponse({"field": first, "message": text}, 422)
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(request: Request, exc: Overloaded) -> JSONResponse:
+        wait = max(1, math.ceil(exc.retry_after))
+        return JSONResponse(
+            {"field": "queue", "message": str(exc)}, 429, headers={"Retry-After": str(wait)}
+        )
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"], responses={503: {"model": ErrorResponse}})
+    async def readyz(request: Request) -> Response:
+        """Ready to take work: the executor runs and the server is not shutting down."""
+        svc: Service | None = getattr(request.app.state, "service", None)
+        if svc is None or svc.closing:
+            return JSONResponse({"field": "server", "message": "server: not ready"}, 503)
+        ex = svc.executor
+        body = {"status": "ready", "slots": ex.slots, "busy": ex.busy, "queued": ex.queue.depth()}
+        return Response(json.dumps(body), media_type="application/json")
+
+    @app.get("/metrics", tags=["ops"], response_class=Response)
+    async def metrics(request: Request) -> Response:
+        """Prometheus text exposition of the executor's metrics."""
+        svc: Service = request.app.state.service
+        return Response(svc.executor.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(sandboxfusion.router)
+    app.include_router(native.router)
+    app.include_router(reward.router)
+    return app

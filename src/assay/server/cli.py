@@ -1,0 +1,94 @@
+"""``assay serve``: the HTTP service under uvicorn.
+
+Register in ``assay.cli`` with ``app.add_typer(serve_app, name="serve")`` (or
+``app.command("serve")(serve_command)``).
+
+One uvicorn process, one executor: the event loop only parses requests and waits for
+results, while the executor's slots run programs in parallel, each in its own sandboxed
+processes. Several server processes would split the queue (no global fairness or admission
+control), the result cache and the warm sandbox pool, and oversubscribe the CPUs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from .settings import Settings
+
+
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    workers: int | str = "auto",
+    insecure: bool = False,
+    *,
+    settings: Settings | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
+    explicitly after the grace period), and close the sandboxes."""
+    import uvicorn
+
+    from ..executor import LocalExecutor
+    from ..runner import Runner
+    from ..sandbox import SandboxConfig
+    from .app import create_app
+
+    if workers == "auto":
+        slots = len(os.sched_getaffinity(0))
+    else:
+        slots = int(workers)
+        if slots < 1:
+            raise ValueError("workers must be 'auto' or a positive integer")
+    settings = settings or Settings.from_env()
+    runner = Runner(config=SandboxConfig(insecure=insecure))
+    executor = LocalExecutor(runner, slots=slots)
+    try:
+        app = create_app(executor, settings=settings)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            workers=1,
+            log_level=log_level,
+            timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
+            server_header=False,
+        )
+        uvicorn.Server(config).run()
+    finally:
+        executor.close()
+        runner.close()
+
+
+serve_app = typer.Typer(add_completion=False, rich_markup_mode="rich")
+
+
+@serve_app.callback(invoke_without_command=True)
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8080,
+    workers: Annotated[
+        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = CPUs.")
+    ] = "auto",
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
+    ] = False,
+) -> None:
+    """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
+    (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
+
+    Set ASSAY_API_TOKEN to require a bearer token (all routes but /healthz, /readyz).
+
+    Example:
+
+        assay serve --host 0.0.0.0 --port 8080 --workers 16
+
+        curl -s localhost:8080/run_code -H 'content-type: application/json' \\
+            -d '{"code": "print(1+1)", "language": "python"}'
+    """
+    if workers != "auto" and not workers.isdigit():
+        raise typer.BadParameter("'auto' or a positive integer", param_hint="--workers")
+    serve(host, port, workers if workers == "auto" else int(workers), insecure)

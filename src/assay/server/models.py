@@ -1,0 +1,234 @@
+"""Request and response bodies. SandboxFusion's are field for field theirs; the rest native.
+
+Limits and sizes are checked in :mod:`._convert` against :class:`Settings` (so the caps are
+configurable), not here; pydantic only checks shapes and types.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# -- SandboxFusion ---------------------------------------------------------------------------
+
+
+class RunCodeRequest(BaseModel):
+    compile_timeout: float = Field(10, description="seconds for the build (compiled languages)")
+    run_timeout: float = Field(10, description="seconds the program may run (CPU and wall)")
+    memory_limit_MB: int = Field(-1, description="MiB, swap included; -1: the server default")
+    code: str = Field(..., examples=['print("hello")'])
+    stdin: str | None = Field(None, examples=[""])
+    language: str = Field(..., examples=["python"], description="SandboxFusion language name")
+    files: dict[str, str | None] = Field({}, description="path -> base64 content (work dir)")
+    fetch_files: list[str] = Field([], description="work-dir paths to return after the run")
+
+
+class RunStatus(StrEnum):
+    Success = "Success"
+    Failed = "Failed"
+    SandboxError = "SandboxError"
+
+
+class CommandRunStatus(StrEnum):
+    Finished = "Finished"
+    Error = "Error"
+    TimeLimitExceeded = "TimeLimitExceeded"
+
+
+class CommandRunResult(BaseModel):
+    status: CommandRunStatus
+    execution_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: RunStatus
+    message: str
+    compile_result: CommandRunResult | None = None
+    run_result: CommandRunResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = {}
+
+
+class TestConfig(BaseModel):
+    __test__ = False
+    dataset_type: str | None = None
+    language: str | None = None
+    locale: str | None = None
+    is_fewshot: bool | None = None
+    compile_timeout: float | None = None
+    run_timeout: float | None = None
+    custom_extract_logic: str | None = None
+    provided_data: list[dict[str, Any]] | dict[str, Any] | None = None
+    extra: dict[str, Any] = {}
+
+
+class SubmitRequest(BaseModel):
+    dataset: str
+    id: int | str
+    completion: str
+    config: TestConfig
+
+
+class EvalTestCase(BaseModel):
+    passed: bool
+    exec_info: RunCodeResponse
+    test_info: dict[str, Any] | None = None
+
+
+class EvalResult(BaseModel):
+    id: int | str
+    accepted: bool
+    extracted_code: str
+    full_code: str | None = None
+    test_code: str | None = None
+    tests: list[EvalTestCase]
+    extracted_type: Literal["fenced", "incomplete_fenced", "heuristic", "empty"] | None = None
+    extra: dict[str, Any] | None = None
+
+
+# -- native ----------------------------------------------------------------------------------
+
+
+class LimitsModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    time_s: float | None = Field(None, description="CPU seconds (decides time_limit)")
+    wall_s: float | None = Field(None, description="wall-clock backstop (default 3*time+1)")
+    memory_mb: int | None = None
+    processes: int | None = None
+    output_bytes: int | None = None
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str
+    language: str = "python"
+    stdin: str = ""
+    limits: LimitsModel | None = None
+    files: dict[str, str] = Field({}, description="path -> base64 content (work dir)")
+    fetch_files: list[str] = []
+
+
+class RunResponse(BaseModel):
+    status: str
+    exit_code: int | None
+    signal: int | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    cpu_s: float
+    wall_s: float
+    peak_memory_bytes: int
+    files: dict[str, str] = {}
+
+
+class TestModel(BaseModel):
+    """``stdio``: ``input`` -> ``expected``; ``call``: ``fn_name(*args)`` -> ``expected_value``."""
+
+    __test__ = False
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["stdio", "call"] = "stdio"
+    input: str = ""
+    expected: str | None = None
+    compare: str = "tokens"
+    fn_name: str | None = None
+    args: list[Any] = []
+    expected_value: Any = None
+    name: str = ""
+
+
+class ProblemModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = "inline"
+    tests: list[TestModel]
+    limits: LimitsModel | None = None
+
+
+class SubmissionModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str
+    language: str = "python"
+    problem: ProblemModel | None = Field(None, description="default: the request's problem")
+
+
+Priority = Literal["high", "normal", "low"]
+
+
+class JudgeRequest(BaseModel):
+    """One submission (``code`` + ``problem``) or many (``submissions``, each with its own
+    ``problem`` or sharing the request's)."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str | None = None
+    language: str = "python"
+    problem: ProblemModel | None = None
+    submissions: list[SubmissionModel] | None = None
+    stop_on_failure: bool = False
+    priority: Priority = "normal"
+    deadline_s: float | None = Field(None, gt=0, le=86400)
+
+
+class TestResultModel(BaseModel):
+    __test__ = False
+    index: int
+    verdict: str
+    cpu_s: float
+    wall_s: float
+    peak_memory_bytes: int
+    message: str
+
+
+class JudgeResult(BaseModel):
+    index: int
+    outcome: str
+    verdict: str | None
+    reward: float | None
+    reason: str
+    passed: int
+    total: int
+    tests: list[TestResultModel]
+    cache_hit: bool
+    queue_wait_s: float
+    run_s: float
+
+
+class JudgeResponse(BaseModel):
+    results: list[JudgeResult]
+
+
+class BatchCreated(BaseModel):
+    batch_id: str
+    size: int
+
+
+class BatchStatus(BaseModel):
+    batch_id: str
+    status: Literal["running", "done"]
+    size: int
+    finished: int
+    counts: dict[str, int]
+    results: list[JudgeResult]
+
+
+class RewardRequest(BaseModel):
+    """OpenRLHF's remote reward model request."""
+
+    query: list[str]
+    prompts: list[str] | None = None
+    labels: list[Any] | None = None
+
+
+class RewardResponse(BaseModel):
+    rewards: list[float | None]
+    scores: list[float | None]
+    extra_logs: dict[str, list[Any]]
+
+
+class ErrorResponse(BaseModel):
+    field: str
+    message: str

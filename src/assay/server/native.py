@@ -1,0 +1,198 @@
+"""Assay's own API: ``/v1/run``, ``/v1/judge`` and async batches with server-sent events."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import StreamingResponse
+
+from ..errors import ValidationError
+from ..executor import JobResult, RunJob
+from ..judge import Problem, Submission
+from ..types import Limits
+from . import _convert
+from ._service import Kept, Service, Svc, caller, stream
+from .models import (
+    BatchCreated,
+    BatchStatus,
+    JudgeRequest,
+    JudgeResponse,
+    JudgeResult,
+    ProblemModel,
+    RunRequest,
+    RunResponse,
+    TestResultModel,
+)
+from .sandboxfusion import direct_run
+
+router = APIRouter(prefix="/v1", tags=["native"])
+
+
+@router.post("/run", response_model=RunResponse)
+async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
+    """Run one program; the response is the ExecResult (plus fetched files, base64)."""
+    s = svc.settings
+    lang = _convert.language(body.language)
+    src = _convert.code(body.code, s)
+    data = _convert.stdin(body.stdin, s)
+    base = Limits(output_bytes=min(Limits().output_bytes, s.max_output_bytes))
+    limits = _convert.limits(body.limits, s, base, "limits")
+    files = _convert.files(dict(body.files), s)
+    fetch = _convert.fetch(body.fetch_files, s)
+    if fetch:
+        result = await direct_run(svc, src, lang, data, limits, files, fetch)
+    else:
+        handle = await svc.submit(
+            [RunJob(src, lang, data, limits, tuple(files.items()))], caller=caller(request)
+        )
+        (jr,) = await svc.results(handle)
+        if jr.result is None:
+            raise HTTPException(503, f"no result: {jr.reason}")
+        result = jr.result
+    return RunResponse(
+        **result.to_json_dict(), files={p: _convert.b64(d) for p, d in result.files.items()}
+    )
+
+
+def submissions(body: JudgeRequest, svc: Service) -> list[Submission]:
+    """The request's submissions, each validated (errors name ``submissions[i]...``)."""
+    s = svc.settings
+    base = Limits(output_bytes=min(Limits().output_bytes, s.max_output_bytes))
+    shared: Problem | None = None
+    if body.problem is not None:
+        shared = _convert.problem(body.problem, s, base, "problem")
+    if body.submissions is None:
+        if body.code is None:
+            raise ValidationError("code", "give code (one submission) or submissions (many)")
+        items: list[tuple[str, str, ProblemModel | None, str]] = [
+            (body.code, body.language, None, "")
+        ]
+    else:
+        if body.code is not None:
+            raise ValidationError("code", "give either code or submissions, not both")
+        if not body.submissions:
+            raise ValidationError("submissions", "is empty")
+        if len(body.submissions) > s.max_batch:
+            raise ValidationError("submissions", f"more than {s.max_batch} submissions")
+        items = [
+            (x.code, x.language, x.problem, f"submissions[{i}].")
+            for i, x in enumerate(body.submissions)
+        ]
+    out: list[Submission] = []
+    for src, lang_name, pm, at in items:
+        lang = _convert.language(lang_name, f"{at}language")
+        _convert.code(src, s, f"{at}code")
+        problem = shared if pm is None else _convert.problem(pm, s, base, f"{at}problem")
+        if problem is None:
+            raise ValidationError(f"{at}problem", "no problem given (here or in the request)")
+        if lang != "python" and any(t.kind == "call" for t in problem.tests):
+            raise ValidationError(f"{at}language", "call tests are judged for Python only")
+        out.append(Submission(problem, src, lang))
+    return out
+
+
+def to_result(r: JobResult) -> JudgeResult:
+    tests = r.judgement.tests if r.judgement is not None else []
+    return JudgeResult(
+        index=r.index,
+        outcome=r.outcome,
+        verdict=r.verdict,
+        reward=r.reward,
+        reason=r.reason,
+        passed=sum(t.verdict == "accepted" for t in tests),
+        total=len(tests),
+        tests=[
+            TestResultModel(
+                index=t.index,
+                verdict=t.verdict,
+                cpu_s=round(t.cpu_s, 6),
+                wall_s=round(t.wall_s, 6),
+                peak_memory_bytes=t.peak_memory_bytes,
+                message=t.message,
+            )
+            for t in tests
+        ],
+        cache_hit=r.cache_hit,
+        queue_wait_s=round(r.queue_wait_s, 6),
+        run_s=round(r.run_s, 6),
+    )
+
+
+@router.post("/judge", response_model=JudgeResponse)
+async def judge(body: JudgeRequest, request: Request, svc: Svc) -> JudgeResponse:
+    """Judge one submission or many against inline tests; waits for every verdict."""
+    subs = submissions(body, svc)
+    handle = await svc.submit(
+        subs,
+        caller=caller(request),
+        priority=body.priority,
+        deadline_s=body.deadline_s,
+        stop_on_failure=body.stop_on_failure,
+    )
+    return JudgeResponse(results=[to_result(r) for r in await svc.results(handle)])
+
+
+@router.post("/batches", response_model=BatchCreated, status_code=202)
+async def create_batch(body: JudgeRequest, request: Request, svc: Svc) -> BatchCreated:
+    """Queue submissions and return at once; poll ``GET`` or follow ``/events``."""
+    if svc.closing:
+        raise HTTPException(503, "shutting down")
+    subs = submissions(body, svc)
+    handle = await svc.submit(
+        subs,
+        caller=caller(request),
+        priority=body.priority,
+        deadline_s=body.deadline_s,
+        stop_on_failure=body.stop_on_failure,
+    )
+    svc.keep(handle)
+    return BatchCreated(batch_id=handle.id, size=handle.size)
+
+
+def _kept(svc: Service, batch_id: str) -> Kept:
+    kept = svc.batches.get(batch_id)
+    if kept is None:
+        raise HTTPException(404, f"batch_id: no batch {batch_id!r}")
+    return kept
+
+
+@router.get("/batches/{batch_id}", response_model=BatchStatus)
+async def get_batch(batch_id: str, svc: Svc) -> BatchStatus:
+    """Status and the results so far (in submission order)."""
+    kept = _kept(svc, batch_id)
+    handle = kept.handle
+    done = sorted(list(kept.results), key=lambda r: r.index)
+    return BatchStatus(
+        batch_id=handle.id,
+        status="done" if handle.done else "running",
+        size=handle.size,
+        finished=len(done),
+        counts=handle.counts(),
+        results=[to_result(r) for r in done],
+    )
+
+
+@router.get("/batches/{batch_id}/events", response_class=StreamingResponse)
+async def batch_events(batch_id: str, svc: Svc) -> StreamingResponse:
+    """Server-sent events: one ``result`` event per job as it finishes, then ``end``."""
+    handle = _kept(svc, batch_id).handle
+
+    async def events() -> AsyncIterator[bytes]:
+        async for r in stream(handle):
+            data = to_result(r).model_dump_json()
+            yield f"event: result\nid: {r.index}\ndata: {data}\n\n".encode()
+        end = json.dumps({"batch_id": handle.id, "counts": handle.counts()})
+        yield f"event: end\ndata: {end}\n\n".encode()
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
+
+
+@router.delete("/batches/{batch_id}", response_model=BatchStatus)
+async def cancel_batch(batch_id: str, svc: Svc) -> BatchStatus:
+    """Cancel: unfinished jobs get a ``cancelled`` result (reward null)."""
+    _kept(svc, batch_id).handle.cancel()
+    return await get_batch(batch_id, svc)

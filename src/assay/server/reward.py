@@ -1,0 +1,66 @@
+"""OpenRLHF's remote reward model protocol: ``POST /get_reward``.
+
+OpenRLHF sends ``{query, prompts, labels}`` (``--remote_rm_url``) and reads ``rewards``
+(``scores`` and ``extra_logs`` too in recent versions). Each label carries the tests of its
+sample, APPS-style: ``{"inputs", "outputs"}`` for stdio, plus ``fn_name`` for call tests, as
+an object or a JSON string. The program is the last fenced block of the response (the query
+after its prompt), else the response itself.
+
+A reward is ``null`` when the run is not a usable training signal (``sandbox_error``, a
+deadline): DESIGN.md principle 5 forbids turning our faults into a 0. ``extra_logs.usable``
+says which entries are; the trainer masks the others.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from ..errors import ValidationError
+from ..formats import apps
+from ..judge import Submission
+from . import _convert
+from ._service import Svc, caller
+from .models import RewardRequest, RewardResponse
+
+router = APIRouter(tags=["openrlhf"])
+
+
+def _response(query: str, prompt: str | None) -> str:
+    if prompt and query.startswith(prompt):
+        return query[len(prompt) :]
+    return query
+
+
+@router.post("/get_reward", response_model=RewardResponse)
+async def get_reward(body: RewardRequest, request: Request, svc: Svc) -> RewardResponse:
+    """Judge every (query, label) pair with the binary reward (1.0 when every test passes)."""
+    s = svc.settings
+    n = len(body.query)
+    if n == 0:
+        raise ValidationError("query", "is empty")
+    if n > s.max_batch:
+        raise ValidationError("query", f"more than {s.max_batch} entries")
+    if body.labels is None or len(body.labels) != n:
+        raise ValidationError("labels", f"needs one label per query ({n})")
+    if body.prompts is not None and len(body.prompts) != n:
+        raise ValidationError("prompts", f"needs one prompt per query ({n}) or none")
+    jobs: list[Submission] = []
+    for i, (query, label) in enumerate(zip(body.query, body.labels, strict=True)):
+        _convert.code(query, s, f"query[{i}]")
+        prompt = body.prompts[i] if body.prompts is not None else None
+        problem = _convert.label_problem(label, f"labels[{i}]", apps.LIMITS)
+        src, _ = _convert.extract_code(_response(query, prompt), "python")
+        jobs.append(Submission(problem, src, "python"))
+    handle = await svc.submit(jobs, caller=caller(request))
+    results = await svc.results(handle)
+    rewards = [r.reward for r in results]
+    return RewardResponse(
+        rewards=rewards,
+        scores=rewards,
+        extra_logs={
+            "verdict": [r.verdict or r.outcome for r in results],
+            "passed": [r.judgement.passed if r.judgement else 0 for r in results],
+            "total": [r.judgement.total if r.judgement else 0 for r in results],
+            "usable": [r.reward is not None for r in results],
+        },
+    )

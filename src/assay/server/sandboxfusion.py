@@ -1,0 +1,254 @@
+"""SandboxFusion-compatible endpoints: ``POST /run_code`` and ``POST /submit``.
+
+Clients written for SandboxFusion (veRL's ``sandbox_fusion`` reward, for one) work unchanged.
+Mapping choices:
+
+- ``run_timeout`` is both the CPU limit (Assay's verdict, load-independent) and the wall
+  backstop; ``memory_limit_MB`` is enforced by the cgroup (-1: the server default).
+- ``compile_timeout`` is validated but builds use each language's own compile limits
+  (the compile cache shares one artefact between requests with different timeouts).
+- ``files`` / ``fetch_files`` paths must be relative and stay in the work dir (422 else).
+  With ``fetch_files`` the run goes straight to the runner (in a thread, at most one per
+  executor slot), because executor jobs do not return work-dir files yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from ..errors import ValidationError
+from ..executor import RunJob
+from ..judge import Problem, Submission, TestCase
+from ..types import ExecResult, Limits
+from . import _convert
+from ._service import Service, Svc, caller
+from .models import (
+    CommandRunResult,
+    CommandRunStatus,
+    EvalResult,
+    EvalTestCase,
+    RunCodeRequest,
+    RunCodeResponse,
+    RunStatus,
+    SubmitRequest,
+)
+
+router = APIRouter(tags=["sandboxfusion"])
+_POD = os.environ.get("MY_POD_NAME")
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _return_code(r: ExecResult) -> int | None:
+    if r.exit_code is not None:
+        return r.exit_code
+    return -r.signal if r.signal else None
+
+
+def to_response(r: ExecResult, lang: str, files: dict[str, bytes] | None = None) -> RunCodeResponse:
+    """An ExecResult in SandboxFusion's words."""
+    compiled = lang in _convert.COMPILED
+    ok_build = CommandRunResult(
+        status=CommandRunStatus.Finished, return_code=0, stdout="", stderr=""
+    )
+    out = {p: _convert.b64(d) for p, d in (files or r.files).items()}
+    if r.status == "compile_error":
+        stopped = r.stderr.rstrip().endswith(b"compiler stopped: time_limit")
+        build = CommandRunResult(
+            status=CommandRunStatus.TimeLimitExceeded if stopped else CommandRunStatus.Finished,
+            execution_time=r.wall_s,
+            return_code=_return_code(r) if not stopped else None,
+            stdout=_text(r.stdout),
+            stderr=_text(r.stderr),
+        )
+        return RunCodeResponse(
+            status=RunStatus.Failed,
+            message="compile_error",
+            compile_result=build,
+            executor_pod_name=_POD,
+            files=out,
+        )
+    if r.status == "sandbox_error":
+        run = CommandRunResult(
+            status=CommandRunStatus.Error,
+            execution_time=r.wall_s,
+            stdout=_text(r.stdout),
+            stderr=_text(r.stderr),
+        )
+        return RunCodeResponse(
+            status=RunStatus.SandboxError,
+            message=_text(r.stderr) or "sandbox error",
+            run_result=run,
+            executor_pod_name=_POD,
+        )
+    tle = r.status == "time_limit"
+    run = CommandRunResult(
+        status=CommandRunStatus.TimeLimitExceeded if tle else CommandRunStatus.Finished,
+        execution_time=r.wall_s,
+        return_code=None if tle else _return_code(r),
+        stdout=_text(r.stdout),
+        stderr=_text(r.stderr),
+    )
+    ok = r.status == "ok" and (r.exit_code or 0) == 0
+    return RunCodeResponse(
+        status=RunStatus.Success if ok else RunStatus.Failed,
+        message="" if ok else r.status,
+        compile_result=ok_build if compiled else None,
+        run_result=run,
+        executor_pod_name=_POD,
+        files=out,
+    )
+
+
+def _sandbox_error(message: str) -> RunCodeResponse:
+    return RunCodeResponse(status=RunStatus.SandboxError, message=message, executor_pod_name=_POD)
+
+
+@router.post("/run_code", response_model=RunCodeResponse)
+async def run_code(body: RunCodeRequest, request: Request, svc: Svc) -> RunCodeResponse:
+    """Run one program (SandboxFusion's request and response, field for field)."""
+    s = svc.settings
+    lang = _convert.language(body.language)
+    src = _convert.code(body.code, s)
+    data = _convert.stdin(body.stdin, s)
+    _convert.seconds(body.compile_timeout, s, "compile_timeout")
+    t = _convert.seconds(body.run_timeout, s, "run_timeout")
+    mem = _convert.memory_mb(body.memory_limit_MB, s, "memory_limit_MB")
+    files = _convert.files(body.files, s)
+    fetch = _convert.fetch(body.fetch_files, s)
+    limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
+    if fetch:
+        result = await direct_run(svc, src, lang, data, limits, files, fetch)
+    else:
+        job = RunJob(src, lang, data, limits, tuple(files.items()))
+        handle = await svc.submit([job], caller=caller(request))
+        (jr,) = await svc.results(handle)
+        if jr.result is None:
+            return _sandbox_error(jr.reason or "no result")
+        result = jr.result
+    return to_response(result, lang)
+
+
+async def direct_run(
+    svc: Service,
+    src: str,
+    lang: str,
+    data: bytes,
+    limits: Limits,
+    files: dict[str, bytes],
+    fetch: list[str],
+) -> ExecResult:
+    runner = svc.executor.runner
+    if runner is None:
+        raise ValidationError("fetch_files", "not supported by this server's executor backend")
+    async with svc.direct:
+        return await asyncio.to_thread(
+            runner.run, src, lang, data, limits, files or None, (), fetch
+        )
+
+
+# -- /submit -----------------------------------------------------------------------------------
+
+
+def _row(body: SubmitRequest) -> dict[str, Any]:
+    data = body.config.provided_data
+    if data is None:
+        raise ValidationError(
+            "config.provided_data", "this server judges inline data only (no dataset tables)"
+        )
+    if isinstance(data, list):
+        rows = [r for r in data if str(r.get("id")) == str(body.id)]
+        if len(rows) != 1:
+            raise ValidationError("config.provided_data", f"no single row with id {body.id!r}")
+        return rows[0]
+    return data
+
+
+def _tests(row: dict[str, Any], limits: Limits) -> Problem:
+    """CommonOJ rows (``test: [{input: {stdin}, output: {stdout}}]``) or APPS-style rows
+    (``input_output`` / ``test`` as ``{inputs, outputs[, fn_name]}``)."""
+    where = "config.provided_data"
+    raw = row.get("test", row.get("input_output"))
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{where}.test", f"not valid JSON: {exc.msg}") from None
+    if isinstance(raw, dict):
+        return _convert.label_problem(raw, f"{where}.test", limits)
+    if not isinstance(raw, list) or not raw:
+        raise ValidationError(f"{where}.test", "needs a non-empty list of stdio cases")
+    tests: list[TestCase] = []
+    for i, case in enumerate(raw):
+        try:
+            stdin, stdout = case["input"]["stdin"], case["output"]["stdout"]
+            if not isinstance(stdin, str) or not isinstance(stdout, str):
+                raise TypeError
+        except (KeyError, TypeError):
+            raise ValidationError(
+                f"{where}.test[{i}]", "needs {input: {stdin: str}, output: {stdout: str}}"
+            ) from None
+        tests.append(TestCase(kind="stdio", input=stdin, expected=stdout, name=f"test-{i}"))
+    return Problem(str(row.get("id", "provided")), tests, limits=limits)
+
+
+_TEST_STATUS = {
+    "accepted": (RunStatus.Success, CommandRunStatus.Finished),
+    "time_limit": (RunStatus.Failed, CommandRunStatus.TimeLimitExceeded),
+    "sandbox_error": (RunStatus.SandboxError, CommandRunStatus.Error),
+}
+
+
+@router.post("/submit", response_model=EvalResult)
+async def submit(body: SubmitRequest, request: Request, svc: Svc) -> EvalResult:
+    """Judge a completion against a problem given inline in ``config.provided_data``."""
+    s = svc.settings
+    if body.config.language is None:
+        raise ValidationError("config.language", "is required")
+    if body.config.custom_extract_logic:
+        raise ValidationError("config.custom_extract_logic", "is not supported")
+    lang = _convert.language(body.config.language, "config.language")
+    _convert.code(body.completion, s, "completion")
+    t = 10.0 if body.config.run_timeout is None else body.config.run_timeout
+    _convert.seconds(t, s, "config.run_timeout")
+    limits = Limits(time_s=t, wall_s=t * 3 + 1, memory_mb=s.default_memory_mb)
+    problem = _tests(_row(body), limits)
+    src, kind = _convert.extract_code(body.completion, lang)
+    handle = await svc.submit([Submission(problem, src, lang)], caller=caller(request))
+    (jr,) = await svc.results(handle)
+    tests: list[EvalTestCase] = []
+    verdicts = [t.verdict for t in jr.judgement.tests] if jr.judgement else []
+    for i, tr in enumerate(jr.judgement.tests if jr.judgement else []):
+        status, run_status = _TEST_STATUS.get(
+            tr.verdict, (RunStatus.Failed, CommandRunStatus.Finished)
+        )
+        info = RunCodeResponse(
+            status=status,
+            message="" if tr.verdict == "accepted" else tr.verdict,
+            run_result=CommandRunResult(
+                status=run_status, execution_time=tr.wall_s, stderr=tr.message or None
+            ),
+            executor_pod_name=_POD,
+        )
+        tests.append(
+            EvalTestCase(
+                passed=tr.verdict == "accepted",
+                exec_info=info,
+                test_info={"index": i, "verdict": verdicts[i]},
+            )
+        )
+    return EvalResult(
+        id=body.id,
+        accepted=jr.verdict == "accepted",
+        extracted_code=src,
+        tests=tests,
+        extracted_type=kind,  # type: ignore[arg-type]
+        extra={"verdict": jr.verdict, "reward": jr.reward, "reason": jr.reason},
+    )

@@ -1,0 +1,59 @@
+"""Service settings: every cap the HTTP layer enforces before work reaches the executor.
+
+The caps exist so one bad or hostile request is refused at the door with a clear 4xx instead
+of tying up sandboxes or memory; the defaults suit a trainer sending RL rollouts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw not in (None, "") else default
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    #: Bytes of request body accepted (413 above it), checked before the body is parsed.
+    max_body_bytes: int = 32 * 1024 * 1024
+    #: Bytes of source code per program.
+    max_code_bytes: int = 1024 * 1024
+    #: Files per request (``files`` of /run_code, /v1/run) and paths in ``fetch_files``.
+    max_files: int = 64
+    #: Decoded bytes of one input file.
+    max_file_bytes: int = 16 * 1024 * 1024
+    #: Bytes of stdin per program (or per test input).
+    max_stdin_bytes: int = 16 * 1024 * 1024
+    #: Bytes of stdout (and of stderr) kept per run; more is cut off by the sandbox, so a
+    #: flood of output costs a bounded response, never a hang.
+    max_output_bytes: int = 8 * 1024 * 1024
+    #: Upper bounds of the limits a request may ask for.
+    max_time_s: float = 60.0
+    max_memory_mb: int = 8192
+    #: Memory when a SandboxFusion request says ``memory_limit_MB: -1`` (their "default").
+    default_memory_mb: int = 1024
+    #: Programs per /v1/judge, /get_reward or batch request, and tests per problem.
+    max_batch: int = 4096
+    max_tests: int = 2048
+    #: Finished batches kept for GET /v1/batches/{id}, oldest dropped first.
+    max_batches_kept: int = 1024
+    #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth).
+    api_token: str | None = None
+    #: Seconds graceful shutdown waits for in-flight batches before cancelling them.
+    shutdown_grace_s: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Defaults overridden by ``ASSAY_API_TOKEN`` and ``ASSAY_SERVER_*`` variables."""
+        base = cls()
+        return cls(
+            max_body_bytes=_env_int("ASSAY_SERVER_MAX_BODY_BYTES", base.max_body_bytes),
+            max_code_bytes=_env_int("ASSAY_SERVER_MAX_CODE_BYTES", base.max_code_bytes),
+            max_files=_env_int("ASSAY_SERVER_MAX_FILES", base.max_files),
+            max_memory_mb=_env_int("ASSAY_SERVER_MAX_MEMORY_MB", base.max_memory_mb),
+            max_batch=_env_int("ASSAY_SERVER_MAX_BATCH", base.max_batch),
+            api_token=os.environ.get("ASSAY_API_TOKEN") or None,
+        )

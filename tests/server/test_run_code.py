@@ -1,0 +1,154 @@
+"""SandboxFusion's /run_code as veRL sends it, against a live server and real sandboxes."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import httpx
+import pytest
+
+
+def run_code(client: httpx.Client, code: str, language: str = "python", **kw: object) -> dict:  # type: ignore[type-arg]
+    # veRL's sandbox_fusion reward sends exactly these fields.
+    payload = {
+        "code": code,
+        "language": language,
+        "compile_timeout": 10,
+        "run_timeout": 5,
+        "memory_limit_MB": 1024,
+        "stdin": "",
+        "files": {},
+        "fetch_files": [],
+        **kw,
+    }
+    r = client.post("/run_code", json=payload)
+    assert r.status_code == 200, r.text
+    body: dict = r.json()  # type: ignore[type-arg]
+    assert set(body) == {
+        "status",
+        "message",
+        "compile_result",
+        "run_result",
+        "executor_pod_name",
+        "files",
+    }
+    return body
+
+
+def test_python_with_stdin(client: httpx.Client) -> None:
+    body = run_code(client, "print(input()[::-1])", stdin="abc\n")
+    assert body["status"] == "Success"
+    assert body["compile_result"] is None
+    run = body["run_result"]
+    assert run["status"] == "Finished" and run["return_code"] == 0
+    assert run["stdout"] == "cba\n" and run["stderr"] == ""
+    assert isinstance(run["execution_time"], float)
+
+
+def test_python_runtime_error_is_failed(client: httpx.Client) -> None:
+    body = run_code(client, "import sys\nprint('x', file=sys.stderr)\nsys.exit(3)")
+    assert body["status"] == "Failed"
+    assert body["run_result"]["return_code"] == 3
+    assert body["run_result"]["stderr"] == "x\n"
+
+
+def test_cpp_has_compile_result(client: httpx.Client) -> None:
+    src = "#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}"
+    body = run_code(client, src, "cpp", stdin="2 3")
+    assert body["status"] == "Success"
+    assert body["compile_result"]["status"] == "Finished"
+    assert body["compile_result"]["return_code"] == 0
+    assert body["run_result"]["stdout"] == "5\n"
+
+
+def test_cpp_compile_error(client: httpx.Client) -> None:
+    body = run_code(client, "int main() { return x; }", "cpp")
+    assert body["status"] == "Failed"
+    assert body["run_result"] is None
+    assert body["compile_result"]["return_code"] != 0
+    assert "x" in body["compile_result"]["stderr"]
+
+
+def test_nodejs_name_maps_to_javascript(client: httpx.Client) -> None:
+    body = run_code(client, "console.log(6*7)", "nodejs")
+    assert body["status"] == "Success", body
+    assert body["run_result"]["stdout"] == "42\n"
+
+
+def test_timeout_is_time_limit_exceeded(client: httpx.Client) -> None:
+    started = time.monotonic()
+    body = run_code(client, "while True: pass", run_timeout=1)
+    assert time.monotonic() - started < 8
+    assert body["status"] == "Failed"
+    assert body["run_result"]["status"] == "TimeLimitExceeded"
+
+
+def test_sleeping_program_is_stopped_too(client: httpx.Client) -> None:
+    body = run_code(client, "import time; time.sleep(30)", run_timeout=1)
+    assert body["run_result"]["status"] == "TimeLimitExceeded"
+
+
+def test_memory_limit_enforced(client: httpx.Client) -> None:
+    code = "x = bytearray(300 * 2**20)\nprint(len(x))"
+    small = run_code(client, code, memory_limit_MB=128)
+    assert small["status"] == "Failed" and small["run_result"]["stdout"] == ""
+    big = run_code(client, code, memory_limit_MB=1024)
+    assert big["status"] == "Success" and big["run_result"]["stdout"] == str(300 * 2**20) + "\n"
+
+
+def test_files_and_fetch_files(client: httpx.Client) -> None:
+    code = (
+        "import os\n"
+        "print(open('data/in.txt').read().upper())\n"
+        "os.makedirs('out', exist_ok=True)\n"
+        "open('out/result.bin', 'wb').write(bytes(range(4)))\n"
+    )
+    files = {"data/in.txt": base64.b64encode(b"hello").decode()}
+    body = run_code(client, code, files=files, fetch_files=["out/result.bin", "missing.txt"])
+    assert body["status"] == "Success", body
+    assert body["run_result"]["stdout"] == "HELLO\n"
+    assert base64.b64decode(body["files"]["out/result.bin"]) == bytes(range(4))
+    assert "missing.txt" not in body["files"]
+
+
+@pytest.mark.parametrize(
+    ("files", "fetch", "field"),
+    [
+        ({"../escape.txt": ""}, [], "files['../escape.txt']"),
+        ({"/etc/passwd": ""}, [], "files['/etc/passwd']"),
+        ({"a/../../b": ""}, [], "files['a/../../b']"),
+        ({}, ["../../etc/shadow"], "fetch_files[0]"),
+        ({}, ["/etc/passwd"], "fetch_files[0]"),
+    ],
+)
+def test_path_traversal_rejected(
+    client: httpx.Client, files: dict[str, str], fetch: list[str], field: str
+) -> None:
+    r = client.post(
+        "/run_code",
+        json={"code": "print(1)", "language": "python", "files": files, "fetch_files": fetch},
+    )
+    assert r.status_code == 422
+    assert r.json()["field"] == field
+    assert field in r.json()["message"]
+
+
+def test_huge_output_does_not_hang(client: httpx.Client) -> None:
+    started = time.monotonic()
+    body = run_code(client, "import sys\nwhile True: sys.stdout.write('x' * 65536)", run_timeout=5)
+    assert time.monotonic() - started < 20
+    assert body["status"] == "Failed"
+    assert len(body["run_result"]["stdout"]) <= 8 * 1024 * 1024
+
+
+def test_one_failing_program_does_not_affect_others(server: object, client: httpx.Client) -> None:
+    import concurrent.futures
+
+    codes = ["print(1)", "raise SystemExit(1)", "while True: pass", "print(2)"]
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        bodies = list(pool.map(lambda c: run_code(client, c, run_timeout=1), codes))
+    assert bodies[0]["run_result"]["stdout"] == "1\n"
+    assert bodies[1]["status"] == "Failed"
+    assert bodies[2]["run_result"]["status"] == "TimeLimitExceeded"
+    assert bodies[3]["run_result"]["stdout"] == "2\n"
