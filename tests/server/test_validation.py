@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import threading
 import time
 from collections.abc import Callable
@@ -12,7 +11,7 @@ import httpx
 import pytest
 from server_helpers import fake_run, live, memory_executor
 
-from assay.executor import Job
+from assay.executor import Job, RunJob
 from assay.server import Settings, create_app
 
 
@@ -179,15 +178,15 @@ def test_body_size_cap_is_413() -> None:
         ex.close()
 
 
-def test_fetch_files_refused_without_a_sandbox_runner() -> None:
-    ex = memory_executor(fake_run())
+def test_fetch_files_go_through_the_executor() -> None:
+    seen: list[Job] = []
+    ex = memory_executor(fake_run(seen.append))
     try:
         with live(create_app(ex, settings=Settings())) as srv, srv.client() as c:
-            body = {"code": "1", "language": "python", "fetch_files": ["a"]}
+            body = {"code": "1", "language": "python", "fetch_files": ["out/a.txt"]}
             r = c.post("/run_code", json=body)
-            assert r.status_code == 422 and r.json()["field"] == "fetch_files"
-            files = {"a.txt": base64.b64encode(b"x").decode()}
-            r = c.post("/run_code", json={"code": "1", "language": "python", "files": files})
-            assert r.status_code == 200
+            assert r.status_code == 200, r.text
     finally:
         ex.close()
+    assert len(seen) == 1 and isinstance(seen[0], RunJob)
+    assert seen[0].collect == ("out/a.txt",)

@@ -158,6 +158,7 @@ class _Describer:
                     "stdin": _code_bytes(job.stdin),
                     "limits": _limits(job.limits),
                     "files": [(p, d) for p, d in job.files],
+                    "collect": list(job.collect),
                 }
             )
             key = hashlib.sha256(
@@ -225,7 +226,12 @@ class SandboxBackend(_Common):
         started = time.perf_counter()
         if isinstance(job, RunJob):
             result = self.runner.run(
-                job.code, job.language, job.stdin, job.limits, dict(job.files) or None
+                job.code,
+                job.language,
+                job.stdin,
+                job.limits,
+                dict(job.files) or None,
+                collect=job.collect,
             )
             elapsed = time.perf_counter() - started
             return Execution(

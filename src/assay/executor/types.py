@@ -23,6 +23,9 @@ class RunJob:
     stdin: str | bytes = b""
     limits: Limits = field(default_factory=Limits)
     files: tuple[tuple[str, bytes], ...] = ()
+    #: Work-dir paths whose contents come back in ``result.files`` (SandboxFusion's
+    #: ``fetch_files``).
+    collect: tuple[str, ...] = ()
 
 
 Job = Submission | RunJob

@@ -41,8 +41,6 @@ class Service:
         #: Async batches by id with their results so far, oldest first (finished ones are
         #: evicted past the cap).
         self.batches: collections.OrderedDict[str, Kept] = collections.OrderedDict()
-        #: Direct runner calls (fetch_files) use at most one slot each, like the executor.
-        self.direct = asyncio.Semaphore(executor.slots)
         self.inflight: set[BatchHandle] = set()
         self.closing = False
         self.started = time.time()

@@ -25,7 +25,6 @@ from .models import (
     RunResponse,
     TestResultModel,
 )
-from .sandboxfusion import direct_run
 
 router = APIRouter(prefix="/v1", tags=["native"])
 
@@ -41,16 +40,14 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     limits = _convert.limits(body.limits, s, base, "limits")
     files = _convert.files(dict(body.files), s)
     fetch = _convert.fetch(body.fetch_files, s)
-    if fetch:
-        result = await direct_run(svc, src, lang, data, limits, files, fetch)
-    else:
-        handle = await svc.submit(
-            [RunJob(src, lang, data, limits, tuple(files.items()))], caller=caller(request)
-        )
-        (jr,) = await svc.results(handle)
-        if jr.result is None:
-            raise HTTPException(503, f"no result: {jr.reason}")
-        result = jr.result
+    handle = await svc.submit(
+        [RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))],
+        caller=caller(request),
+    )
+    (jr,) = await svc.results(handle)
+    if jr.result is None:
+        raise HTTPException(503, f"no result: {jr.reason}")
+    result = jr.result
     return RunResponse(
         **result.to_json_dict(), files={p: _convert.b64(d) for p, d in result.files.items()}
     )

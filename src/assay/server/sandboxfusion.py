@@ -8,13 +8,12 @@ Mapping choices:
 - ``compile_timeout`` is validated but builds use each language's own compile limits
   (the compile cache shares one artefact between requests with different timeouts).
 - ``files`` / ``fetch_files`` paths must be relative and stay in the work dir (422 else).
-  With ``fetch_files`` the run goes straight to the runner (in a thread, at most one per
-  executor slot), because executor jobs do not return work-dir files yet.
+  Runs with ``fetch_files`` go through the executor like any other (queue, 429, records,
+  cache: the fetched paths are part of the job's key).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
@@ -26,7 +25,7 @@ from ..executor import RunJob
 from ..judge import Problem, Submission, TestCase
 from ..types import ExecResult, Limits
 from . import _convert
-from ._service import Service, Svc, caller
+from ._service import Svc, caller
 from .models import (
     CommandRunResult,
     CommandRunStatus,
@@ -124,34 +123,12 @@ async def run_code(body: RunCodeRequest, request: Request, svc: Svc) -> RunCodeR
     files = _convert.files(body.files, s)
     fetch = _convert.fetch(body.fetch_files, s)
     limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
-    if fetch:
-        result = await direct_run(svc, src, lang, data, limits, files, fetch)
-    else:
-        job = RunJob(src, lang, data, limits, tuple(files.items()))
-        handle = await svc.submit([job], caller=caller(request))
-        (jr,) = await svc.results(handle)
-        if jr.result is None:
-            return _sandbox_error(jr.reason or "no result")
-        result = jr.result
-    return to_response(result, lang)
-
-
-async def direct_run(
-    svc: Service,
-    src: str,
-    lang: str,
-    data: bytes,
-    limits: Limits,
-    files: dict[str, bytes],
-    fetch: list[str],
-) -> ExecResult:
-    runner = svc.executor.runner
-    if runner is None:
-        raise ValidationError("fetch_files", "not supported by this server's executor backend")
-    async with svc.direct:
-        return await asyncio.to_thread(
-            runner.run, src, lang, data, limits, files or None, (), fetch
-        )
+    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
+    handle = await svc.submit([job], caller=caller(request))
+    (jr,) = await svc.results(handle)
+    if jr.result is None:
+        return _sandbox_error(jr.reason or "no result")
+    return to_response(jr.result, lang)
 
 
 # -- /submit -----------------------------------------------------------------------------------
