@@ -287,3 +287,14 @@ def test_metrics_follow_the_work() -> None:
     assert 'assay_jobs_completed_total{language="python",verdict="accepted"} 3.0' in text
     assert "assay_cache_hits_total 2.0" in text
     assert "assay_queue_depth 0.0" in text
+
+
+def test_an_empty_batch_is_done_at_once() -> None:
+    with executor(judged) as ex:
+        handle = ex.submit([])
+        assert handle.done and handle.gather(0) == []
+
+
+def test_a_run_job_with_bad_fields_is_rejected_naming_them() -> None:
+    with executor(judged) as ex, pytest.raises(ValidationError, match=r"jobs\[0\].limits"):
+        ex.submit([RunJob("print(1)", limits={"time_s": 1})])  # type: ignore[arg-type]

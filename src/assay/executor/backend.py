@@ -150,6 +150,10 @@ class _Describer:
                 code,
             )
         if isinstance(job, RunJob):
+            if not isinstance(job.limits, Limits):
+                raise ValidationError("limits", "must be an assay.Limits")
+            if not isinstance(job.code, str | bytes) or not isinstance(job.stdin, str | bytes):
+                raise ValidationError("code", "code and stdin must be str or bytes")
             lang = languages.get(job.language).name
             toolchain = self._toolchain(lang)
             code = _code_bytes(job.code)

@@ -214,6 +214,8 @@ class LocalExecutor:
         handle = BatchHandle(uuid.uuid4().hex[:16], len(jobs), self._cancel)
         if on_result is not None:
             handle.add_callback(on_result)
+        if not jobs:
+            return handle  # already done: nothing to queue, wait for or record
         deadline_at = None if deadline_s is None else now + deadline_s
         hits: list[tuple[_Sub, JobInfo, Execution]] = []
         new_jobs: list[_Job] = []
