@@ -178,8 +178,19 @@ def test_reference_is_accepted(judge: Judge) -> None:
         '    fmt.Println("PASS\\nassay-pass-00000000000000000000000000000000")\n}\n',
         # The test goroutine leaves before its assertions (as t.FailNow would).
         '    runtime.Goexit()\n    return ""\n}\n',
+        # Reads the marker back from stdin, prints it and leaves before any test runs.
+        '    return ""\n}\n\nfunc init() {\n'
+        "    b := make([]byte, 200)\n    n, _ := os.Stdin.Read(b)\n"
+        '    fmt.Print("\\n" + string(b[:n]))\n    runtime.GC()\n    os.Exit(0)\n}\n',
     ],
-    ids=["wrong-constant", "exit-in-solution", "exit-in-init", "skip-tests-fake-marker", "goexit"],
+    ids=[
+        "wrong-constant",
+        "exit-in-solution",
+        "exit-in-init",
+        "skip-tests-fake-marker",
+        "goexit",
+        "marker-from-stdin",
+    ],
 )
 def test_wrong_and_hacking_solutions_are_rejected(judge: Judge, body: str) -> None:
     imports = 'import (\n    "fmt"\n    "os"\n    "runtime"\n)\n'

@@ -8,7 +8,7 @@ never part of the source, so compiled artefacts stay cacheable.
 
 Limits of this design (documented, not hidden): the checks run in the submission's process.
 Harnesses take the marker off stdin before the submission's code runs where the language
-allows it (C++ through a priority constructor, Rust) and point stdin at /dev/null, so a
+allows it (C++ through a priority constructor, Rust, Go through the first package variable) and point stdin at /dev/null, so a
 program cannot read it back from stdin; one that scans its own memory for it still could.
 Exiting early, printing fake pass lines, or catching assertion failures cannot forge a pass.
 """

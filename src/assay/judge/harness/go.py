@@ -11,7 +11,9 @@ code's leading imports are kept only if the setup does not already import them a
 is used outside comments and strings, and missing helper packages the code uses are added.
 
 The harness adds a ``TestMain`` that runs the tests (``m.Run()``) and, only if they passed
-*and* every test function ran to its end, reads the marker from stdin and prints it. "Ran to
+*and* every test function ran to its end, prints the marker. The marker was taken off stdin
+by the file's first package-level variable, before the submission's initialisers and
+``init()`` functions ran, and stdin then pointed at /dev/null. "Ran to
 its end" because ``m.Run()`` also returns 0 when no test ran, e.g. if the submission appended
 ``-test.run=^$`` to ``os.Args`` in an ``init()``: each test function is renamed and called from
 a wrapper of the original name that records completion after it returns, which a test left
@@ -53,8 +55,28 @@ _HARNESS_IMPORTS = """
 import (
     assay_bufio "bufio"
     assay_os "os"
+    assay_syscall "syscall"
     assay_testing "testing"
 )
+"""
+
+#: Declared before any of the submission's code, so it is initialised first (Go initialises
+#: package-level variables in declaration order): the marker is taken off stdin and stdin
+#: becomes /dev/null before the submission's initialisers and init functions run.
+_TAKE = """
+var assay_marker = assay_take_marker()
+
+func assay_take_marker() string {
+    marker, _ := assay_bufio.NewReader(assay_os.Stdin).ReadString('\\n')
+    for len(marker) > 0 && (marker[len(marker)-1] == '\\n' || marker[len(marker)-1] == '\\r') {
+        marker = marker[:len(marker)-1]
+    }
+    if null, err := assay_os.Open("/dev/null"); err == nil {
+        _ = assay_syscall.Dup3(int(null.Fd()), 0, 0)
+        null.Close()
+    }
+    return marker
+}
 """
 
 _WRAPPER = """
@@ -78,11 +100,7 @@ func TestMain(m *assay_testing.M) {{
             assay_os.Exit(1)
         }}
     }}
-    marker, _ := assay_bufio.NewReader(assay_os.Stdin).ReadString('\\n')
-    for len(marker) > 0 && (marker[len(marker)-1] == '\\n' || marker[len(marker)-1] == '\\r') {{
-        marker = marker[:len(marker)-1]
-    }}
-    assay_os.Stdout.WriteString("\\n" + marker + "\\n")
+    assay_os.Stdout.WriteString("\\n" + assay_marker + "\\n")
     assay_os.Exit(0)
 }}
 """
@@ -201,4 +219,7 @@ def assemble(code: str, test: str, setup: str) -> str:
     renamed = _TEST_FUNC.sub(r"func assay_test_\1\2", test)
     wrappers = "".join(_WRAPPER.format(name=name) for name in names)
     driver = _DRIVER.format(names=", ".join(f'"{name}"' for name in names))
-    return f"{clause}\n{_HARNESS_IMPORTS}{block}{setup_rest}\n{body}\n{renamed}\n{wrappers}{driver}"
+    return (
+        f"{clause}\n{_HARNESS_IMPORTS}{block}{_TAKE}{setup_rest}\n{body}\n{renamed}\n"
+        f"{wrappers}{driver}"
+    )
