@@ -159,12 +159,28 @@ def test_reference_is_accepted(judge: Judge) -> None:
             + "}\n",
             "compile_error",
         ),
+        (
+            "        try {\n"
+            "            byte[] b = java.nio.file.Files.readAllBytes("
+            'java.nio.file.Paths.get("/proc/self/fd/0"));\n'
+            '            System.out.print("\\n" + new String(b));\n'
+            "        } catch (Exception e) {}\n"
+            "        try {\n"
+            "            byte[] b = System.in.readAllBytes();\n"
+            '            System.out.print("\\n" + new String(b));\n'
+            "        } catch (Exception e) {}\n"
+            "        System.out.flush();\n"
+            "        Runtime.getRuntime().halt(0);\n"
+            "        return 0;\n    }\n}\n",
+            "wrong_answer",
+        ),
     ],
     ids=[
         "wrong-constant",
         "exit-before-checks",
         "fake-marker-swallowed-error",
         "shadowed-jdk-type",
+        "marker-from-stdin",
     ],
 )
 def test_wrong_and_hacking_solutions_are_rejected(judge: Judge, body: str, expected: str) -> None:

@@ -111,6 +111,10 @@ def test_reference_is_accepted(judge: Judge) -> None:
         "  return 1\n}\nJSON.stringify = () => '1'\n",
         "  return 1\n}\nArray.prototype.toJSON = () => 1\nNumber.prototype.toJSON = () => 1\n",
         "  return 1\n}\nvar console = { assert() {}, log() {} }\n",
+        "  return 1\n}\nconst fs = require('fs')\n"
+        "for (const p of [0, '/proc/self/fd/0', '/dev/stdin']) {\n"
+        "  try { process.stdout.write('\\n' + fs.readFileSync(p)) } catch (e) {}\n"
+        "}\nprocess.exit(0)\n",
     ],
     ids=[
         "wrong-constant",
@@ -122,6 +126,7 @@ def test_reference_is_accepted(judge: Judge) -> None:
         "patched-stringify",
         "tojson-hook",
         "shadowed-console",
+        "marker-from-stdin",
     ],
 )
 def test_wrong_and_hacking_solutions_are_rejected(judge: Judge, body: str) -> None:

@@ -7,9 +7,10 @@ exit code 0 and its last line of output is this run's marker. The marker is fres
 never part of the source, so compiled artefacts stay cacheable.
 
 Limits of this design (documented, not hidden): the checks run in the submission's process.
-Harnesses take the marker off stdin before the submission's code runs where the language
-allows it (C++ through a priority constructor, Rust, Go through the first package variable) and point stdin at /dev/null, so a
-program cannot read it back from stdin; one that scans its own memory for it still could.
+Every harness takes the marker off stdin before the submission's code runs (C++ through a
+priority constructor, Go through the first package variable, Rust, Java and JavaScript first
+thing in the entry point), then closes stdin or points it at /dev/null, so a program cannot
+read it back; one that scans its own memory for it still could.
 Exiting early, printing fake pass lines, or catching assertion failures cannot forge a pass.
 """
 

@@ -49,14 +49,17 @@ PLATFORM_TYPES: dict[str, str] = {
 _DRIVER = """
 public class AssayHarness {
     public static void main(String[] args) throws Throwable {
-        %s.%s(args);
-        java.lang.System.out.flush();
-        java.lang.System.err.flush();
+        // Before any class of the submission is initialised: take the marker, then close fd 0
+        // so the program cannot read it again (not through /proc/self/fd/0 either).
         java.io.FileInputStream in = new java.io.FileInputStream(java.io.FileDescriptor.in);
         java.io.ByteArrayOutputStream marker = new java.io.ByteArrayOutputStream();
         for (int b = in.read(); b != -1 && b != '\\n'; b = in.read()) {
             marker.write(b);
         }
+        in.close();
+        %s.%s(args);
+        java.lang.System.out.flush();
+        java.lang.System.err.flush();
         java.io.FileOutputStream out = new java.io.FileOutputStream(java.io.FileDescriptor.out);
         out.write('\\n');
         marker.writeTo(out);

@@ -4,7 +4,8 @@
 ``console.assert`` only prints when it fails, so the test's calls are rewritten to a harness
 check with the same behaviour that also counts failures. A prelude, run before the submission,
 captures the pristine functions the harness needs; after the test, the harness exits 1 if any
-check failed, else reads the marker from stdin, prints it and exits 0 at once (no timer or
+check failed, else prints the marker (read from stdin by the prelude, before the submission
+runs; fd 0 is closed after it) and exits 0 at once (no timer or
 ``exit`` handler of the submission can print after it). A failed ``assert`` throws out of the
 top-level code, so the finishing call never runs; ``process.exit`` or a top-level ``return`` in
 the submission ends the program before it.
@@ -15,8 +16,8 @@ binds these globals as module constants (redeclaring one is a SyntaxError), the 
 ``require`` calls go to the pristine ``require`` (a submission may rebind that name), and the
 built-in objects' properties are recorded: the harness refuses the run if a recorded property
 was replaced or removed, or a conversion hook was added. New helper methods (polyfills) are
-allowed. What stays possible, as for every language: a program that reads its own stdin and
-prints it, or one that patches a built-in and restores it before the harness looks.
+allowed. What stays possible: a program that finds the marker in its own memory, or one that
+patches a built-in and restores it before the harness looks.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ const __assayHarness = (() => {
       codes.push(byte[0]);
     }
   };
+  // Taken before any code of the submission runs; fd 0 is then closed, so the program
+  // cannot read the marker back (not through /proc/self/fd/0 either).
+  const marker = readLine();
+  fs.closeSync(0);
   const finish = () => {
     const why = failures !== 0 ? `${failures} assertion(s) failed` : tampered();
     if (why !== "") {
@@ -95,7 +100,7 @@ const __assayHarness = (() => {
       exit(1);
       return;
     }
-    writeSync(1, `\n${readLine()}\n`);
+    writeSync(1, `\n${marker}\n`);
     exit(0);
   };
   return Object.freeze({ check, finish, require });
