@@ -65,6 +65,12 @@ class Service:
             return await asyncio.to_thread(lambda: self.executor.submit(jobs, **kw))  # type: ignore[arg-type]
         return self.executor.submit(jobs, **kw)  # type: ignore[arg-type]
 
+    async def run_one(self, job: Job, *, caller: str) -> JobResult:
+        """Queue one job and wait for its result (a plain run from /run_code or /v1/run)."""
+        handle = await self.submit([job], caller=caller)
+        (result,) = await self.results(handle)
+        return result
+
     async def results(self, handle: BatchHandle) -> list[JobResult]:
         """Every result of ``handle`` in submission order; cancels it if the caller goes."""
         self.inflight.add(handle)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from ..errors import ValidationError
-from ..executor import JobResult, RunJob
+from ..executor import BatchHandle, JobResult, RunJob
 from ..judge import Problem, Submission
 from ..types import Limits
 from . import _convert
@@ -40,11 +40,8 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     limits = _convert.limits(body.limits, s, base, "limits")
     files = _convert.files(dict(body.files), s)
     fetch = _convert.fetch(body.fetch_files, s)
-    handle = await svc.submit(
-        [RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))],
-        caller=caller(request),
-    )
-    (jr,) = await svc.results(handle)
+    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
+    jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         raise HTTPException(503, f"no result: {jr.reason}")
     result = jr.result
@@ -117,17 +114,21 @@ def to_result(r: JobResult) -> JudgeResult:
     )
 
 
-@router.post("/judge", response_model=JudgeResponse)
-async def judge(body: JudgeRequest, request: Request, svc: Svc) -> JudgeResponse:
-    """Judge one submission or many against inline tests; waits for every verdict."""
-    subs = submissions(body, svc)
-    handle = await svc.submit(
-        subs,
+async def _submit(body: JudgeRequest, request: Request, svc: Service) -> BatchHandle:
+    """Queue a judge request's submissions with its scheduling options."""
+    return await svc.submit(
+        submissions(body, svc),
         caller=caller(request),
         priority=body.priority,
         deadline_s=body.deadline_s,
         stop_on_failure=body.stop_on_failure,
     )
+
+
+@router.post("/judge", response_model=JudgeResponse)
+async def judge(body: JudgeRequest, request: Request, svc: Svc) -> JudgeResponse:
+    """Judge one submission or many against inline tests; waits for every verdict."""
+    handle = await _submit(body, request, svc)
     return JudgeResponse(results=[to_result(r) for r in await svc.results(handle)])
 
 
@@ -136,14 +137,7 @@ async def create_batch(body: JudgeRequest, request: Request, svc: Svc) -> BatchC
     """Queue submissions and return at once; poll ``GET`` or follow ``/events``."""
     if svc.closing:
         raise HTTPException(503, "shutting down")
-    subs = submissions(body, svc)
-    handle = await svc.submit(
-        subs,
-        caller=caller(request),
-        priority=body.priority,
-        deadline_s=body.deadline_s,
-        stop_on_failure=body.stop_on_failure,
-    )
+    handle = await _submit(body, request, svc)
     svc.keep(handle)
     return BatchCreated(batch_id=handle.id, size=handle.size)
 

@@ -124,8 +124,7 @@ async def run_code(body: RunCodeRequest, request: Request, svc: Svc) -> RunCodeR
     fetch = _convert.fetch(body.fetch_files, s)
     limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
     job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
-    handle = await svc.submit([job], caller=caller(request))
-    (jr,) = await svc.results(handle)
+    jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         return _sandbox_error(jr.reason or "no result")
     return to_response(jr.result, lang)
