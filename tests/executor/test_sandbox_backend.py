@@ -55,8 +55,15 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def _slot_inits_running_programs(zygote: int) -> list[int]:
-    """The trusted init of every slot that is running a program (a child owned by nobody)."""
+    """The trusted init of every slot that is running a program: a child owned by nobody
+    that has used CPU (armed program processes wait without any)."""
     tree = _children()
     found, stack = [], [zygote]
     while stack:
@@ -65,7 +72,11 @@ def _slot_inits_running_programs(zygote: int) -> list[int]:
         stack += kids
         for kid in kids:
             try:
-                if os.stat(f"/proc/{kid}").st_uid == 65534 and os.stat(f"/proc/{pid}").st_uid == 0:
+                if (
+                    os.stat(f"/proc/{kid}").st_uid == 65534
+                    and os.stat(f"/proc/{pid}").st_uid == 0
+                    and _cpu_ticks(kid) >= 3
+                ):
                     found.append(pid)
             except OSError:
                 pass

@@ -19,7 +19,7 @@ from typing import TypeAlias
 import pytest
 
 from assay.errors import ConfigError
-from assay.sandbox import cgroups
+from assay.sandbox import _cgroupfs, cgroups
 from assay.sandbox.cgroups import CgroupLimits, CgroupV1, CgroupV2, _V2Run
 
 StrPath: TypeAlias = "str | os.PathLike[str]"
@@ -218,7 +218,7 @@ def test_peak_memory(fs: FakeCgroupFS) -> None:
     assert run.peak_memory_bytes() == 7340032
     (path / "memory.peak").unlink()  # kernels before 5.19 have no memory.peak
     _set(path, "memory.current", "4096\n")
-    assert run.peak_memory_bytes() == 4096
+    assert _V2Run(str(path)).peak_memory_bytes() == 4096
 
 
 def test_procs_fd_is_write_only_on_cgroup_procs(fs: FakeCgroupFS) -> None:
@@ -297,11 +297,11 @@ def test_reclaim_stale_removes_dead_sessions_and_keeps_live_ones(fs: FakeCgroupF
 
 
 def test_session_name_is_pid_and_start_time() -> None:
-    names = [cgroups.session_name(), cgroups.session_name()]
+    names = [_cgroupfs.session_name(), _cgroupfs.session_name()]
     assert len(set(names)) == 2, "two pools of one process need two sessions"
     for name in names:
         assert name == _session_of(os.getpid()) or name.startswith(_session_of(os.getpid()) + "-")
-        assert not cgroups._session_is_stale(name)
+        assert not _cgroupfs._session_is_stale(name)
 
 
 # -- detection on this host ------------------------------------------------------------------

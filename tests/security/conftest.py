@@ -118,7 +118,7 @@ def leftovers(runner: Runner, tag: str) -> list[str]:
     tagged_pids = processes_named(tag)
     found = [f"pid {pid} of the run is still alive" for pid in tagged_pids]
     others = [pid for pid in sandbox_uid_processes(sandbox.zygote_pid) if pid not in tagged_pids]
-    if len(others) > sandbox.pool_size:
+    if len(others) > sandbox.idle_slots:
         found += [f"pid {pid} runs as uid {SANDBOX_UID}: {_cmdline(pid)[:80]!r}" for pid in others]
     return found
 

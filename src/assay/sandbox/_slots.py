@@ -18,9 +18,11 @@ from .cgroups import CgroupBackend, CgroupLimits, RunCgroup
 class SlotHandle:
     """One slot as the supervisor sees it: its init's socket, pidfd and armed cgroup."""
 
-    def __init__(self, sock: socket.socket, zygote: ZygoteProcess) -> None:
+    def __init__(self, sock: socket.socket, zygote: ZygoteProcess, launcher: bool) -> None:
         self.sock = sock
         self.zygote = zygote
+        #: Whether this slot's program processes are the C launcher (exec-mode runs only).
+        self.launcher = launcher
         self.pidfd: int | None = None
         self.cg: RunCgroup | None = None
         self.req_sock: socket.socket | None = None  # to the armed program process
@@ -102,7 +104,7 @@ class SlotHandle:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
         fds = cg.procs_fds() if cg is not None else []
         try:
-            wire.send(self.sock, {"op": "arm"}, fds)
+            wire.send(self.sock, {"op": "arm", "launcher": self.launcher}, fds)
         finally:
             for fd in fds:
                 os.close(fd)

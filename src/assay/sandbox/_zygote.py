@@ -14,6 +14,7 @@ from typing import Any
 from .. import defaults
 from ..errors import SandboxError
 from ._inside import wire
+from ._launch import ensure_launcher
 from .config import SandboxConfig
 
 _INSIDE_PARENT = os.path.dirname(os.path.abspath(__file__))
@@ -42,6 +43,7 @@ class ZygoteProcess:
             "default_disk_mb": defaults.DEFAULT_DISK_MB,
             "default_env": defaults.SANDBOX_ENV,
             "inside_dir": _INSIDE_PARENT,
+            "launcher": ensure_launcher() if config.launcher else None,
         }
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         try:

@@ -8,16 +8,24 @@ killed with SIGKILL leaves a directory that the next start recognises as stale a
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import os
-import signal
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import ConfigError
+from ._cgroupfs import (
+    _Fds,
+    _kill_procs,
+    _mountinfo,
+    _own_cgroup,
+    _read,
+    _rmdir_retry,
+    _rmdir_tree,
+    _session_is_stale,
+    _write,
+    session_name,
+)
 
 CGROUP_FS = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
@@ -63,116 +71,6 @@ class CgroupBackend(Protocol):
     def close(self) -> None: ...
 
 
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def _read(path: str) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.read(fd, 65536).decode()
-    finally:
-        os.close(fd)
-
-
-def _write(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-def _proc_start_time(pid: int) -> str | None:
-    try:
-        stat = _read(f"/proc/{pid}/stat")
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-_sessions = itertools.count()
-
-
-def session_name() -> str:
-    """``s<pid>-<start time>-<n>``: unique per backend, and tells whether its owner lives."""
-    pid = os.getpid()
-    return f"s{pid}-{_proc_start_time(pid)}-{next(_sessions)}"
-
-
-def _session_is_stale(name: str) -> bool:
-    parts = name[1:].split("-")
-    if not name.startswith("s") or len(parts) < 2 or not parts[0].isdigit():
-        return False
-    return _proc_start_time(int(parts[0])) != parts[1]
-
-
-def _kill_procs(procs_file: str) -> None:
-    for _ in range(100):
-        try:
-            pids = [int(x) for x in _read(procs_file).split()]
-        except OSError:
-            return
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.002)
-
-
-def _rmdir_tree(path: str) -> bool:
-    """Remove a cgroup directory and its child cgroups (bottom-up)."""
-    ok = True
-    try:
-        entries = list(os.scandir(path))
-    except FileNotFoundError:
-        return True
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            ok = _rmdir_tree(entry.path) and ok
-    try:
-        os.rmdir(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        ok = False
-    return ok
-
-
-def _rmdir_retry(path: str, tries: int = 40) -> bool:
-    for i in range(tries):
-        try:
-            os.rmdir(path)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError as exc:
-            if exc.errno != errno.EBUSY:
-                return False
-            time.sleep(0.0005 * (i + 1))
-    return False
-
-
-def _mountinfo() -> Iterator[tuple[str, str, str, str]]:
-    """(mount root, mount point, fs type, super options) of every mount."""
-    for line in _read("/proc/self/mountinfo").splitlines():
-        left, _, right = line.partition(" - ")
-        parts = left.split()
-        fstype, _source, superopts = ([*right.split(), "", "", ""])[:3]
-        yield parts[3], parts[4], fstype, superopts
-
-
-def _own_cgroup(hierarchy: str) -> str:
-    """This process's cgroup path in a v1 hierarchy (by controller) or v2 (``""``)."""
-    for line in _read("/proc/self/cgroup").splitlines():
-        _id, controllers, path = line.split(":", 2)
-        if hierarchy == "" and _id == "0" and controllers == "":
-            return path
-        if hierarchy and hierarchy in controllers.split(","):
-            return path
-    return "/"
-
-
 # -- v1 ---------------------------------------------------------------------------------------
 
 
@@ -188,11 +86,23 @@ class _V1Run:
         self._cpu = os.path.join(dirs["cpuacct"], "cpuacct.usage")
         self._peak = os.path.join(mem, "memory.max_usage_in_bytes")
         self._memsw_peak = os.path.join(mem, "memory.memsw.max_usage_in_bytes")
+        self._oom = os.path.join(mem, "memory.oom_control")
+        self._procs = [os.path.join(d, "cgroup.procs") for d in dirs.values()]
         self._written: CgroupLimits | None = None  # a new cgroup starts unlimited
+        self.files = _Fds()
 
-    def arm(self, limits: CgroupLimits) -> None:
-        """Limits are written only when they change (runs mostly share them); the counters
-        are zeroed every time, since the armed program process already ran in here."""
+    def prepare(self, limits: CgroupLimits) -> None:
+        """Open the files a run uses and write ``limits`` (in the pool, off the run's path)."""
+        self.set_limits(limits)
+        for path in self._procs:
+            self.files.fd(path, os.O_WRONLY)
+        for path in (self._cpu, self._peak, self._memsw_peak if self.memsw else self._peak):
+            self.files.fd(path, os.O_WRONLY)
+            self.files.fd(path, os.O_RDONLY)
+        self.files.fd(self._oom, os.O_RDONLY)
+
+    def set_limits(self, limits: CgroupLimits) -> None:
+        """Write the limits that differ from those last written."""
         last = self._written
         if last is None or last.memory_bytes != limits.memory_bytes:
             value = str(limits.memory_bytes)
@@ -207,25 +117,27 @@ class _V1Run:
         if last is None or last.pids != limits.pids:
             _write(self._pids, str(limits.pids))
         self._written = limits
-        _write(self._cpu, "0")
-        _write(self._peak, "0")
+
+    def arm(self, limits: CgroupLimits) -> None:
+        """Limits are written only when they differ from the pool's defaults; the counters
+        are zeroed every time, since the armed program process already ran in here."""
+        self.set_limits(limits)
+        self.files.write(self._cpu, "0")
+        self.files.write(self._peak, "0")
         if self.memsw:
-            _write(self._memsw_peak, "0")
+            self.files.write(self._memsw_peak, "0")
 
     def procs_fds(self) -> list[int]:
-        return [
-            os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-            for d in self.dirs.values()
-        ]
+        return [self.files.dup(path) for path in self._procs]
 
     def cpu_seconds(self) -> float:
-        return int(_read(self._cpu)) / 1e9
+        return int(self.files.read(self._cpu)) / 1e9
 
     def peak_memory_bytes(self) -> int:
-        return int(_read(self._memsw_peak if self.memsw else self._peak))
+        return int(self.files.read(self._memsw_peak if self.memsw else self._peak))
 
     def oom_killed(self) -> bool:
-        for line in _read(os.path.join(self.dirs["memory"], "memory.oom_control")).splitlines():
+        for line in self.files.read(self._oom).splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
                 return int(value) > 0
@@ -235,6 +147,7 @@ class _V1Run:
         _kill_procs(os.path.join(self.dirs["pids"], "cgroup.procs"))
 
     def destroy(self) -> bool:
+        self.files.close()
         return all([_rmdir_retry(d) for d in self.dirs.values()])
 
 
@@ -275,7 +188,13 @@ class CgroupV1:
         dirs = {c: os.path.join(p, self.session, name) for c, p in self.parents.items()}
         for d in dirs.values():
             os.mkdir(d)
-        return _V1Run(dirs, self._memsw)  # limits are written when a run is armed
+        run = _V1Run(dirs, self._memsw)
+        try:
+            run.prepare(limits)
+        except OSError:
+            run.destroy()
+            raise
+        return run
 
     def reclaim_stale(self) -> int:
         n = 0
@@ -305,50 +224,80 @@ class _V2Run:
     def __init__(self, path: str) -> None:
         self.path = path
         self._cpu_base = 0.0
+        self._written: CgroupLimits | None = None
+        self._has_swap = os.path.exists(os.path.join(path, "memory.swap.max"))
+        self._has_peak = os.path.exists(os.path.join(path, "memory.peak"))
+        self._peak_flags = os.O_RDONLY
+        self.files = _Fds()
+
+    def _file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def prepare(self, limits: CgroupLimits) -> None:
+        """Open the files a run uses and write ``limits`` (in the pool, off the run's path)."""
+        self.set_limits(limits)
+        self.files.fd(self._file("cgroup.procs"), os.O_WRONLY)
+        self.files.fd(self._file("cpu.stat"), os.O_RDONLY)
+        self.files.fd(self._file("memory.events"), os.O_RDONLY)
+        if self._has_peak:
+            # Since Linux 6.12 a write resets the peak as seen through that same open file.
+            try:
+                self.files.fd(self._file("memory.peak"), os.O_RDWR)
+                self._peak_flags = os.O_RDWR
+            except OSError:
+                self.files.fd(self._file("memory.peak"), os.O_RDONLY)
+
+    def set_limits(self, limits: CgroupLimits) -> None:
+        last = self._written
+        if last is None or last.memory_bytes != limits.memory_bytes:
+            _write(self._file("memory.max"), str(limits.memory_bytes))
+        if last is None and self._has_swap:
+            _write(self._file("memory.swap.max"), "0")
+        if last is None or last.pids != limits.pids:
+            _write(self._file("pids.max"), str(limits.pids))
+        self._written = limits
 
     def arm(self, limits: CgroupLimits) -> None:
-        _write(os.path.join(self.path, "memory.max"), str(limits.memory_bytes))
-        swap = os.path.join(self.path, "memory.swap.max")
-        if os.path.exists(swap):
-            _write(swap, "0")
-        _write(os.path.join(self.path, "pids.max"), str(limits.pids))
+        self.set_limits(limits)
         self._cpu_base = 0.0
         self._cpu_base = self.cpu_seconds()
-        peak = os.path.join(self.path, "memory.peak")
-        with contextlib.suppress(OSError):  # resettable since Linux 6.12
-            _write(peak, "0")
+        if self._peak_flags == os.O_RDWR:
+            try:
+                self.files.write(self._file("memory.peak"), "0", os.O_RDWR)
+            except OSError:
+                self._peak_flags = os.O_RDONLY
 
     def procs_fds(self) -> list[int]:
-        return [os.open(os.path.join(self.path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)]
+        return [self.files.dup(self._file("cgroup.procs"))]
 
     def cpu_seconds(self) -> float:
-        for line in _read(os.path.join(self.path, "cpu.stat")).splitlines():
+        for line in self.files.read(self._file("cpu.stat")).splitlines():
             key, _, value = line.partition(" ")
             if key == "usage_usec":
                 return int(value) / 1e6 - self._cpu_base
         return 0.0
 
     def peak_memory_bytes(self) -> int:
-        peak = os.path.join(self.path, "memory.peak")
-        if os.path.exists(peak):
-            return int(_read(peak))
-        return int(_read(os.path.join(self.path, "memory.current")))
+        if self._has_peak:
+            return int(self.files.read(self._file("memory.peak"), self._peak_flags))
+        return int(_read(self._file("memory.current")))
 
     def oom_killed(self) -> bool:
-        for line in _read(os.path.join(self.path, "memory.events")).splitlines():
+        for line in self.files.read(self._file("memory.events")).splitlines():
             key, _, value = line.partition(" ")
             if key in ("oom_kill", "oom_group_kill") and int(value) > 0:
                 return True
         return False
 
     def kill_all(self) -> None:
-        kill = os.path.join(self.path, "cgroup.kill")
+        kill = self._file("cgroup.kill")
         if os.path.exists(kill):
             with contextlib.suppress(OSError):
                 _write(kill, "1")
-        _kill_procs(os.path.join(self.path, "cgroup.procs"))
+        _kill_procs(self._file("cgroup.procs"))
 
     def destroy(self) -> bool:
+        self.files.close()
         return _rmdir_retry(self.path)
 
 
@@ -409,7 +358,11 @@ class CgroupV2:
         path = os.path.join(self.session_dir, f"r{next(self._counter)}")
         os.mkdir(path)
         run = _V2Run(path)
-        run.arm(limits)
+        try:
+            run.prepare(limits)
+        except OSError:
+            run.destroy()
+            raise
         return run
 
     def reclaim_stale(self) -> int:

@@ -34,6 +34,9 @@ class SandboxConfig:
     preimport: tuple[str, ...] = defaults.PYTHON_PREIMPORT
     landlock: bool = True
     seccomp: bool = True
+    #: Start exec-mode programs from the small C launcher (built on first use with the
+    #: host's C compiler) instead of a fork of the Python fork server.
+    launcher: bool = True
     uid: int = defaults.SANDBOX_UID
     gid: int = defaults.SANDBOX_GID
 

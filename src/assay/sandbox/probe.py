@@ -9,8 +9,9 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ._cgroupfs import _mountinfo, _read
 from ._inside import landlock, linux
-from .cgroups import CGROUP_FS, V1_CONTROLLERS, _mountinfo, _read
+from .cgroups import CGROUP_FS, V1_CONTROLLERS
 from .config import SandboxConfig
 
 NS_FLAGS = (

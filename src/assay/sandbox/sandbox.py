@@ -17,6 +17,7 @@ from ..errors import InsecureHostError, SandboxError, ValidationError
 from ..types import ExecResult, Limits
 from . import cgroups
 from ._inside import wire
+from ._launch import encode_spec
 from ._run import RunRequest, Supervision
 from ._slots import CgroupPool, SlotHandle
 from ._zygote import ZygoteProcess
@@ -24,6 +25,7 @@ from .config import SandboxConfig
 from .probe import HostReport, probe_host
 
 _MAX_FILES = 1000
+COLLECT_MAX_BYTES = 256 << 20
 
 
 def _validate_path(field: str, path: str) -> str:
@@ -77,8 +79,13 @@ class Sandbox:
         self._zygote: ZygoteProcess | None = None
         self._closed = False
         self._ncpu = len(os.sched_getaffinity(0))
-        self._idle: collections.deque[SlotHandle] = collections.deque()
-        #: Idle slots kept for reuse, so a run starts without creating namespaces.
+        #: Idle armed slots by kind (C launcher or Python program process), kept for reuse
+        #: so a run starts without creating namespaces.
+        self._idle: dict[bool, collections.deque[SlotHandle]] = {
+            False: collections.deque(),
+            True: collections.deque(),
+        }
+        #: Idle slots kept per kind.
         self.pool_size = pool_size if pool_size is not None else max(4, 4 * self._ncpu)
         self._cg_pool = (
             CgroupPool(self.cgroups, _cg_limits(Limits()), spare=max(2, self._ncpu))
@@ -96,7 +103,9 @@ class Sandbox:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle, self._idle = list(self._idle), collections.deque()
+            idle = [*self._idle[False], *self._idle[True]]
+            self._idle[False].clear()
+            self._idle[True].clear()
         for slot in idle:
             self._retire(slot)
         with self._lock:
@@ -119,12 +128,18 @@ class Sandbox:
             return self._zygote
 
     @property
+    def idle_slots(self) -> int:
+        """Armed slots waiting for a run (each holds one program process, not yet running)."""
+        with self._lock:
+            return len(self._idle[False]) + len(self._idle[True])
+
+    @property
     def zygote_pid(self) -> int | None:
         z = self._zygote
         return z.proc.pid if z is not None else None
 
     # -- slots ----------------------------------------------------------------------------
-    def _new_slot(self, zygote: ZygoteProcess) -> SlotHandle:
+    def _new_slot(self, zygote: ZygoteProcess, launcher: bool) -> SlotHandle:
         """Ask the fork server for one more slot, and arm it (returns before it is ready)."""
         sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -137,7 +152,7 @@ class Sandbox:
             raise
         finally:
             child.close()
-        slot = SlotHandle(sock, zygote)
+        slot = SlotHandle(sock, zygote, launcher)
         self._arm(slot)
         return slot
 
@@ -150,20 +165,22 @@ class Sandbox:
                 self._cg_pool.dispose(cg)
             raise
 
-    def _acquire(self) -> SlotHandle:
-        """A ready, armed slot: the longest-idle one if any (so the others finish resetting
-        in the background), else a new one."""
+    def _acquire(self, mode: str) -> SlotHandle:
+        """A ready, armed slot for ``mode``: the longest-idle one if any (so the others
+        finish resetting in the background), else a new one."""
         error = ""
         for _attempt in range(defaults.ZYGOTE_RESTARTS * 2):
             zygote = self._zygote_for_run()
+            launcher = mode == "exec" and bool(zygote.info.get("launcher"))
             with self._lock:
-                slot = self._idle.popleft() if self._idle else None
+                idle = self._idle[launcher]
+                slot = idle.popleft() if idle else None
             if slot is not None and slot.zygote is not zygote:
                 self._retire(slot)
                 continue
             if slot is None:
                 try:
-                    slot = self._new_slot(zygote)
+                    slot = self._new_slot(zygote, launcher)
                 except (SandboxError, OSError) as exc:
                     error = str(exc)
                     continue
@@ -179,7 +196,7 @@ class Sandbox:
         slot.runs += 1
         if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
             with self._lock:
-                keep = not self._closed and len(self._idle) < self.pool_size
+                keep = not self._closed and len(self._idle[slot.launcher]) < self.pool_size
             if keep:
                 try:
                     self._arm(slot)
@@ -187,7 +204,7 @@ class Sandbox:
                     keep = False
             if keep:
                 with self._lock:
-                    self._idle.append(slot)
+                    self._idle[slot.launcher].append(slot)
                 return
         self._retire(slot)
 
@@ -197,15 +214,20 @@ class Sandbox:
             self._cg_pool.dispose(slot.cg)
             slot.cg = None
 
-    def warm_up(self, slots: int | None = None) -> None:
-        """Start the fork server and ``slots`` armed sandboxes now instead of on first use."""
+    def warm_up(self, slots: int | None = None, exec_slots: int | None = None) -> None:
+        """Start the fork server and armed sandboxes now instead of on first use: ``slots``
+        for Python programs and ``exec_slots`` for executables (default: the pool size, and
+        one per core)."""
         zygote = self._zygote_for_run()
         want = self.pool_size if slots is None else slots
-        fresh = [self._new_slot(zygote) for _ in range(want)]
+        fresh = [self._new_slot(zygote, False) for _ in range(want)]
+        if zygote.info.get("launcher"):
+            n_exec = self._ncpu if exec_slots is None else exec_slots
+            fresh += [self._new_slot(zygote, True) for _ in range(n_exec)]
         for slot in fresh:
             if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
                 with self._lock:
-                    self._idle.append(slot)
+                    self._idle[slot.launcher].append(slot)
             else:
                 self._retire(slot)
 
@@ -230,7 +252,7 @@ class Sandbox:
         _check_collisions([p for p, _, _ in files])
         collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
         try:
-            slot = self._acquire()
+            slot = self._acquire(req.mode)
         except SandboxError as exc:
             return ExecResult(status="sandbox_error", stderr=str(exc).encode())
         # No silent re-run here: a run whose sandbox failed under it is reported as
@@ -260,26 +282,38 @@ class Sandbox:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             own += [out_r, err_r]
-            spec = {
-                "mode": req.mode,
-                "argv": req.argv,
-                "env": req.env,
-                "collect": collect,
-                "collect_max_bytes": 256 << 20,
-                "rlimits": {
-                    "file_bytes": limits.file_bytes,
-                    "open_files": defaults.OPEN_FILES,
-                    "stack_bytes": min(defaults.STACK_MB, limits.memory_mb) << 20,
-                    "cpu_s": int(limits.time_s) + 2,
-                },
+            rlimits = {
+                "file_bytes": limits.file_bytes,
+                "open_files": defaults.OPEN_FILES,
+                "stack_bytes": min(defaults.STACK_MB, limits.memory_mb) << 20,
+                "cpu_s": int(limits.time_s) + 2,
             }
+            if slot.launcher:
+                wanted = {"paths": collect, "max_bytes": COLLECT_MAX_BYTES}
+                spec_bytes, contents = encode_spec(
+                    req.argv,
+                    req.env,
+                    rlimits,
+                    files,
+                    json.dumps(wanted).encode() if collect else b"",
+                )
+            else:
+                spec = {
+                    "mode": req.mode,
+                    "argv": req.argv,
+                    "env": req.env,
+                    "collect": collect,
+                    "collect_max_bytes": COLLECT_MAX_BYTES,
+                    "rlimits": rlimits,
+                }
+                spec_bytes, contents = json.dumps(spec).encode(), wire.pack_files(files)
             # Everything about the run travels in fds the slot's init passes on unread.
             child_fds = [
                 out_w,
                 err_w,
-                wire.memfd_with(wire.pack_files(files), "files"),
+                wire.memfd_with(contents, "files"),
                 _readonly_memfd(req.stdin),
-                wire.memfd_with(json.dumps(spec).encode(), "spec"),
+                wire.memfd_with(spec_bytes, "spec"),
             ]
             header = {"op": "run"}
             sup = Supervision(req, cg, self._ncpu)

@@ -34,7 +34,13 @@ def _bind_ro(src: str, dst: str) -> None:
     linux.make_readonly(dst)
 
 
-def build_template(root: str, ro_binds: list[str], etc_binds: list[str], userns: bool) -> None:
+#: The exec-mode launcher's path inside the sandbox root.
+LAUNCHER = "/.assay-launch"
+
+
+def build_template(
+    root: str, ro_binds: list[str], etc_binds: list[str], userns: bool, launcher: bytes | None
+) -> None:
     """Run once in the fork server, inside its own private mount namespace."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
     linux.mount(
@@ -78,6 +84,16 @@ def build_template(root: str, ro_binds: list[str], etc_binds: list[str], userns:
         ("stderr", "/proc/self/fd/2"),
     ):
         os.symlink(target, os.path.join(dev, name))
+    if launcher is not None:
+        # Root-only: the program processes (the sandbox user) can neither read nor run it.
+        fd = os.open(root + LAUNCHER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        try:
+            view = memoryview(launcher)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
     # The template itself becomes read-only: shared by every run, writable by none.
     linux.mount(
         None, root, None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV

@@ -140,6 +140,7 @@ class Filter:
 
     def __init__(self, bpf: bytes) -> None:
         n = len(bpf) // ctypes.sizeof(_SockFilter)
+        self.bpf = bpf
         self._array = (_SockFilter * n).from_buffer_copy(bpf)
         self._prog = _SockFprog(n, ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
         self.instructions = n

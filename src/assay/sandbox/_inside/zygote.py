@@ -44,7 +44,11 @@ from . import landlock, linux, pyrun, rootfs, seccomp, wire
 R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
 CAP_LAST = 63
 RULESET_FD_MIN = 200
+LAUNCH_FD_MIN = 300
 HIGH_FD = 1000
+#: Where the slot finds the exec-mode launcher (root-only, in the read-only template).
+LAUNCHER = rootfs.LAUNCHER
+LAUNCHER_CAPS = (linux.CAP_SYS_ADMIN, linux.CAP_SETUID, linux.CAP_SETGID)
 
 
 class _CapHeader(ctypes.Structure):
@@ -94,7 +98,14 @@ class Zygote:
             with open("/proc/self/gid_map", "w") as fh:
                 fh.write(f"{cfg['gid']} {gid} 1\n")
         linux.unshare(linux.CLONE_NEWNS)
-        rootfs.build_template(cfg["root"], cfg["ro_binds"], cfg["etc_binds"], cfg["userns"])
+        launcher = None
+        if cfg.get("launcher"):
+            with open(cfg["launcher"], "rb") as fh:
+                launcher = fh.read()
+        rootfs.build_template(
+            cfg["root"], cfg["ro_binds"], cfg["etc_binds"], cfg["userns"], launcher
+        )
+        info["launcher"] = launcher is not None
         if cfg["seccomp"]:
             self.filter = seccomp.build()
             info["seccomp_instructions"] = self.filter.instructions
@@ -194,6 +205,7 @@ class Slot:
         self.status = status
         self.max_runs = max_runs
         self.ruleset = -1
+        self.bpf = -1  # the seccomp program, for the launcher to load
         self.pending: tuple[dict[str, Any], list[int]] | None = None
 
     def serve(self) -> None:
@@ -201,6 +213,8 @@ class Slot:
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             linux.sethostname("sandbox")
+            if self.cfg.get("launcher"):
+                self._pass_caps_to_launcher()
             # Empty bounding set, once: every program process inherits it, so no capability
             # can come back, even through an exec (this process keeps the ones it holds).
             for cap in range(self.z._cap_last + 1):
@@ -209,6 +223,9 @@ class Slot:
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
             self._fresh(cfg["default_disk_mb"])
+            if self.z.filter is not None:
+                self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
+                os.write(self.bpf, self.z.filter.bpf)
             pidfd = os.pidfd_open(os.getpid())
             wire.send(self.status, {"kind": "ready"}, [pidfd])
             os.close(pidfd)
@@ -228,8 +245,29 @@ class Slot:
                     break
                 for fd in fds:  # a late kill order for a run that is already over
                     os.close(fd)
-            self._arm_and_wait(fds)
+            self._arm_and_wait(fds, bool(req.get("launcher")))
         os._exit(0)
+
+    def _pass_caps_to_launcher(self) -> None:
+        """Let the launcher, an exec of this process, keep what arming needs.
+
+        Across an exec, root gets only its inheritable capabilities once the bounding set is
+        empty, and a non-root user-namespace owner only its ambient ones; so those two sets
+        get exactly the three the launcher uses (namespaces, uid and gid changes), before the
+        bounding set is emptied. Python program processes and the launcher clear every set
+        with capset (which clears the ambient set too) before any untrusted byte runs.
+        """
+        hdr = _CapHeader(0x20080522, 0)
+        data = (_CapData * 2)()
+        if linux.libc.capget(ctypes.byref(hdr), data) != 0:
+            raise OSError(ctypes.get_errno(), "capget")
+        for cap in LAUNCHER_CAPS:
+            data[cap // 32].inheritable |= 1 << (cap % 32)
+        if linux.libc.capset(ctypes.byref(hdr), data) != 0:
+            raise OSError(ctypes.get_errno(), "capset (inheritable)")
+        for cap in LAUNCHER_CAPS:
+            if linux.libc.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_RAISE, cap, 0, 0):
+                raise OSError(ctypes.get_errno(), "raise ambient capability")
 
     def _fresh(self, disk_mb: int) -> None:
         """A new writable tmpfs for the next run, and the Landlock ruleset naming it.
@@ -252,7 +290,7 @@ class Slot:
             self.ruleset = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
             os.close(fd)
 
-    def _arm_and_wait(self, cg_fds: list[int]) -> None:
+    def _arm_and_wait(self, cg_fds: list[int], launcher: bool) -> None:
         try:
             req_sup, req_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             collect_r, collect_w = os.pipe()
@@ -260,12 +298,15 @@ class Slot:
             # channel between runs of a slot (its PID namespace is otherwise empty by now).
             with open("/proc/sys/kernel/ns_last_pid", "w") as fh:
                 fh.write("1")
-            pid = os.fork()
-            if pid == 0:
-                self.status.close()
-                req_sup.close()
-                os.close(collect_r)
-                _program(self.z, cg_fds, req_prog, collect_w, self.ruleset)
+            if launcher:
+                pid = self._spawn_launcher(cg_fds, req_prog, collect_w)
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    self.status.close()
+                    req_sup.close()
+                    os.close(collect_r)
+                    _program(self.z, cg_fds, req_prog, collect_w, self.ruleset)
             req_prog.close()
             os.close(collect_w)
             for fd in cg_fds:
@@ -302,6 +343,40 @@ class Slot:
         except BaseException as exc:
             _report_error(self.status, "slot reset", exc)
             os._exit(1)
+
+    def _spawn_launcher(self, cg_fds: list[int], req_prog: socket.socket, collect_w: int) -> int:
+        """Spawn the C launcher (launcher.c) as the run's program process.
+
+        posix_spawn shares this process's memory until the exec instead of copying its page
+        tables, and the launcher's own later exec leaves nothing of this heap behind. Every
+        fd it needs is parked high, then placed at the numbers it expects (3, 4, 5, ...).
+        """
+        sources = [req_prog.fileno(), collect_w, *cg_fds]
+        ruleset_at = bpf_at = -1
+        if self.ruleset >= 0:
+            ruleset_at = 3 + len(sources)
+            sources.append(self.ruleset)
+        if self.bpf >= 0:
+            bpf_at = 3 + len(sources)
+            sources.append(self.bpf)
+        parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, LAUNCH_FD_MIN) for fd in sources]
+        try:
+            cfg = self.cfg
+            argv = [
+                LAUNCHER,
+                cfg["workdir"],
+                str(cfg["uid"]),
+                str(cfg["gid"]),
+                "1" if cfg["userns"] else "0",
+                str(len(cg_fds)),
+                str(ruleset_at),
+                str(bpf_at),
+            ]
+            actions = [(os.POSIX_SPAWN_DUP2, fd, 3 + i) for i, fd in enumerate(parked)]
+            return os.posix_spawn(LAUNCHER, argv, {}, file_actions=actions)
+        finally:
+            for fd in parked:
+                os.close(fd)
 
     def _collect(self, collect_r: int, record: dict[str, Any]) -> None:
         pid = os.fork()
