@@ -104,14 +104,14 @@ class SlotHandle:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
         fds = cg.procs_fds() if cg is not None else []
         try:
-            wire.send(self.sock, {"op": "arm", "launcher": self.launcher}, fds)
+            wire.send_raw(self.sock, wire.ARM[self.launcher], fds)
         finally:
             for fd in fds:
                 os.close(fd)
         self.cg = cg
 
     def kill_run(self) -> None:
-        wire.send(self.sock, {"op": "kill"})
+        wire.send_raw(self.sock, wire.KILL)
 
     def kill_slot(self) -> None:
         if self.pidfd is not None:

@@ -16,6 +16,17 @@ from typing import Any
 
 MAX_MSG = 1 << 16
 MAX_FDS = 32
+_CMSG_SPACE = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+
+# The common orders and answers, as the exact bytes ``send`` would produce for them, so the
+# slot's init can match them without parsing JSON (every page it touches after a fork is
+# copied; see slot.py).
+ARM = {
+    False: b'{"op":"arm","launcher":false}',
+    True: b'{"op":"arm","launcher":true}',
+}
+ARMED = b'{"kind":"armed"}'
+KILL = b'{"op":"kill"}'
 
 
 def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
@@ -46,6 +57,27 @@ def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
             os.close(fd)
         raise ValueError("truncated control message")
     return json.loads(data), list(fds)
+
+
+def send_raw(sock: socket.socket, data: bytes, fds: list[int] | tuple[int, ...] = ()) -> None:
+    if fds:
+        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    else:
+        sock.sendmsg([data])
+
+
+def recv_raw(sock: socket.socket) -> tuple[bytes, list[int]]:
+    """One message, unparsed, and its fds (close-on-exec); ``b""`` at EOF or if truncated."""
+    fds = array.array("i")
+    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+    if not data or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        for fd in fds:
+            os.close(fd)
+        return b"", []
+    return data, list(fds)
 
 
 def pack_files(files: list[tuple[str, bytes, int]]) -> bytes:

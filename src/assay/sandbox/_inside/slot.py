@@ -1,0 +1,357 @@
+"""A slot: one set of namespaces, its trusted init (S) and its reset worker (C1).
+
+Process tree (see zygote.py)::
+
+    zygote ── C1: reset worker, outside the slot's PID namespace
+                └── S = PID 1 of the slot (trusted init, root)
+                      └── P: the run's program process (a fork of S, or the C launcher)
+
+S forks a fresh program process per run and is PID 1 of the run's processes: it reaps them,
+kills everything left when the program exits, and reports the wait status. Every fork
+shares S's pages with the child, so every page S writes afterwards is copied again; S's
+per-run loop is therefore kept small (raw messages, no JSON on the common path), and the
+heavier reset between runs (a new tmpfs, its Landlock ruleset) is C1's job: C1 lives in the
+same mount namespace, never forks, and hands S the ruleset over a socket.
+
+S never reads a run's data: files, stdin, argv and env go from the supervisor straight to
+the program process in fds, because every later program is a fork of S.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import termios
+from typing import TYPE_CHECKING, Any
+
+from . import landlock, linux, program, rootfs, wire
+
+if TYPE_CHECKING:
+    from .zygote import Zygote
+
+RULESET_FD_MIN = 200
+LAUNCH_FD_MIN = 300
+#: Where the slot finds the exec-mode launcher (root-only, in the read-only template).
+LAUNCHER = rootfs.LAUNCHER
+LAUNCHER_CAPS = (linux.CAP_SYS_ADMIN, linux.CAP_SETUID, linux.CAP_SETGID)
+# Reset worker protocol: S asks for the first tmpfs (FIRST) or a new one (RESET); C1
+# answers OK with the Landlock ruleset's fd attached, or ERROR + message.
+FIRST, RESET, OK, ERROR = b"f", b"r", b"k", b"e"
+
+
+# -- C1: the reset worker ---------------------------------------------------------------------
+
+
+def reset_worker(z: Zygote, sock: socket.socket) -> None:
+    """Mount each run's fresh tmpfs and build the Landlock ruleset naming it, on S's request.
+
+    Landlock rules attach to inodes and ignore the directories mounts cover, so the ruleset
+    is rebuilt for each tmpfs. Returns when S is gone.
+    """
+    cfg = z.cfg
+    while True:
+        try:
+            data = sock.recv(16)
+        except OSError:
+            return
+        if not data:
+            return
+        fds: list[int] = []
+        try:
+            if data == RESET:
+                rootfs.drop_rw()
+            rootfs.fresh_rw(cfg["default_disk_mb"], cfg["uid"], cfg["gid"])
+            if z.landlock_abi:
+                fds.append(
+                    landlock.build_ruleset(
+                        z.landlock_abi,
+                        read_paths=["/"],
+                        write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
+                        device_paths=["/dev"],  # read-only tmpfs: only device nodes writable
+                    )
+                )
+            wire.send_raw(sock, OK, fds)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                sock.send(ERROR + f"{type(exc).__name__}: {exc}".encode()[:4000])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+# -- S: the slot's init -----------------------------------------------------------------------
+
+
+class Slot:
+    """S: PID 1 of a slot. Trusted; one run at a time; never touches a run's data.
+
+    On an arm order S forks the program process (or spawns the launcher), which joins the
+    run's cgroup and a fresh IPC namespace, drops every privilege and waits ("armed"); S
+    hands the supervisor its request socket, so the run itself flows without S. When the
+    program exits S kills anything left in the namespace, reports the wait status, and has
+    C1 prepare the next tmpfs.
+    """
+
+    def __init__(
+        self, zygote: Zygote, status: socket.socket, reset: socket.socket, max_runs: int
+    ) -> None:
+        self.z = zygote
+        self.cfg = zygote.cfg
+        self.status = status
+        self.reset = reset
+        self.max_runs = max_runs
+        self.ruleset = -1
+        self.bpf = -1  # the seccomp program, for the launcher to load
+        self.reset_pending = False
+        self.pending: tuple[bytes, list[int]] | None = None
+
+    def serve(self) -> None:
+        cfg = self.cfg
+        try:
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+            linux.sethostname("sandbox")
+            if cfg.get("launcher"):
+                self._pass_caps_to_launcher()
+            # Empty bounding set, once: every program process inherits it, so no capability
+            # can come back, even through an exec (this process keeps the ones it holds).
+            for cap in range(self.z._cap_last + 1):
+                linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0)
+            rootfs.enter(cfg["root"])
+            os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
+            os.environ.update(cfg["default_env"])
+            self.reset.send(FIRST)
+            self.reset_pending = True
+            self._take_reset()
+            if self.z.filter is not None:
+                self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
+                os.write(self.bpf, self.z.filter.bpf)
+            pidfd = os.pidfd_open(os.getpid())
+            wire.send(self.status, {"kind": "ready"}, [pidfd])
+            os.close(pidfd)
+        except BaseException as exc:
+            report_error(self.status, "slot setup", exc)
+            os._exit(1)
+        arm, arm_launcher = wire.ARM[False], wire.ARM[True]
+        for _ in range(self.max_runs):
+            while True:
+                if self.pending is not None:
+                    (data, fds), self.pending = self.pending, None
+                else:
+                    data, fds = wire.recv_raw(self.status)
+                if not data:
+                    os._exit(0)
+                if data == arm or data == arm_launcher:
+                    break
+                for fd in fds:  # a late kill order for a run that is already over
+                    os.close(fd)
+            self._arm_and_wait(fds, data == arm_launcher)
+        os._exit(0)
+
+    def _pass_caps_to_launcher(self) -> None:
+        """Let the launcher, an exec of this process, keep what arming needs.
+
+        Across an exec, root gets only its inheritable capabilities once the bounding set is
+        empty, and a non-root user-namespace owner only its ambient ones; so those two sets
+        get exactly the three the launcher uses (namespaces, uid and gid changes), before the
+        bounding set is emptied. Python program processes and the launcher clear every set
+        with capset (which clears the ambient set too) before any untrusted byte runs.
+        """
+        hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
+        data = (linux.CapData * 2)()
+        if linux.libc.capget(ctypes.byref(hdr), data) != 0:
+            raise OSError(ctypes.get_errno(), "capget")
+        for cap in LAUNCHER_CAPS:
+            data[cap // 32].inheritable |= 1 << (cap % 32)
+        if linux.libc.capset(ctypes.byref(hdr), data) != 0:
+            raise OSError(ctypes.get_errno(), "capset (inheritable)")
+        for cap in LAUNCHER_CAPS:
+            if linux.libc.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_RAISE, cap, 0, 0):
+                raise OSError(ctypes.get_errno(), "raise ambient capability")
+
+    def _take_reset(self) -> None:
+        """Wait for C1's fresh tmpfs and the ruleset naming it."""
+        if not self.reset_pending:
+            return
+        self.reset_pending = False
+        data, fds = wire.recv_raw(self.reset)
+        if data[:1] != OK:
+            for fd in fds:
+                os.close(fd)
+            raise OSError(data[1:].decode(errors="replace") or "the reset worker is gone")
+        if self.ruleset >= 0:
+            os.close(self.ruleset)
+            self.ruleset = -1
+        if fds:
+            # Out of the way of the stdio and pipe fds the program process sets up.
+            self.ruleset = fcntl.fcntl(fds[0], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
+            for fd in fds:
+                os.close(fd)
+
+    def _arm_and_wait(self, cg_fds: list[int], launcher: bool) -> None:
+        try:
+            self._take_reset()
+            req_sup, req_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            collect_r, collect_w = os.pipe()
+            # Every run's program is PID 2, whatever earlier runs did: no pid-based drift or
+            # channel between runs of a slot (its PID namespace is otherwise empty by now).
+            fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
+            os.write(fd, b"1")
+            os.close(fd)
+            if launcher:
+                pid = self._spawn_launcher(cg_fds, req_prog, collect_w)
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    self.status.close()
+                    self.reset.close()
+                    req_sup.close()
+                    os.close(collect_r)
+                    program.run_program(self.z, cg_fds, req_prog, collect_w, self.ruleset)
+            req_prog.close()
+            os.close(collect_w)
+            for fd in cg_fds:
+                os.close(fd)
+            pidfd = os.pidfd_open(pid)
+            # The request flows from the supervisor straight to the program process.
+            wire.send_raw(self.status, wire.ARMED, [req_sup.fileno()])
+            req_sup.close()
+        except BaseException as exc:
+            report_error(self.status, "arm", exc)
+            os._exit(1)
+        st, usage = self._wait_program(pid, pidfd)
+        os.close(pidfd)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)  # whatever the program left behind
+        self._reap_all()
+        cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
+        rss = usage.ru_maxrss * 1024 if usage else 0
+        if os.WIFSIGNALED(st):
+            how = f'"signal":{os.WTERMSIG(st)}'
+        else:
+            how = f'"exit_code":{os.WEXITSTATUS(st)}'
+        record = f'{{"kind":"exit","cpu_s":{cpu:.6f},"maxrss_bytes":{rss},{how}}}'
+        try:
+            if _pending_bytes(collect_r):
+                self._collect(collect_r, record)  # in a child: names stay out of this heap
+            else:
+                self.status.sendmsg([record.encode()])
+            os.close(collect_r)
+            self.reset.send(RESET)
+            self.reset_pending = True
+        except BaseException as exc:
+            report_error(self.status, "slot reset", exc)
+            os._exit(1)
+
+    def _spawn_launcher(self, cg_fds: list[int], req_prog: socket.socket, collect_w: int) -> int:
+        """Spawn the C launcher (launcher.c) as the run's program process.
+
+        posix_spawn shares this process's memory until the exec instead of copying its page
+        tables, and the launcher's own later exec leaves nothing of this heap behind. Every
+        fd it needs is parked high, then placed at the numbers it expects (3, 4, 5, ...).
+        """
+        sources = [req_prog.fileno(), collect_w, *cg_fds]
+        ruleset_at = bpf_at = -1
+        if self.ruleset >= 0:
+            ruleset_at = 3 + len(sources)
+            sources.append(self.ruleset)
+        if self.bpf >= 0:
+            bpf_at = 3 + len(sources)
+            sources.append(self.bpf)
+        parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, LAUNCH_FD_MIN) for fd in sources]
+        try:
+            cfg = self.cfg
+            argv = [
+                LAUNCHER,
+                cfg["workdir"],
+                str(cfg["uid"]),
+                str(cfg["gid"]),
+                "1" if cfg["userns"] else "0",
+                str(len(cg_fds)),
+                str(ruleset_at),
+                str(bpf_at),
+            ]
+            actions = [(os.POSIX_SPAWN_DUP2, fd, 3 + i) for i, fd in enumerate(parked)]
+            return os.posix_spawn(LAUNCHER, argv, {}, file_actions=actions)
+        finally:
+            for fd in parked:
+                os.close(fd)
+
+    def _collect(self, collect_r: int, record: str) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                wanted = json.loads(program.read_all(collect_r))
+                fd = rootfs.collect_files(
+                    wanted["paths"], self.cfg["workdir"], int(wanted["max_bytes"])
+                )
+                wire.send_raw(self.status, record.encode(), [fd])
+            except BaseException as exc:
+                report_error(self.status, "collect", exc)
+            os._exit(0)
+        os.waitpid(pid, 0)
+
+    def _reap_all(self) -> None:
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+
+    def _wait_program(self, child: int, pidfd: int) -> tuple[int, Any]:
+        """Wait for the program process, reaping orphans as an init must, obeying orders."""
+        status = self.status.fileno()
+        while True:
+            ready, _, _ = select.select([status, pidfd], [], [])
+            if status in ready:
+                self._order()
+            while True:
+                try:
+                    pid, st, usage = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return 0, None
+                if pid == 0:
+                    break
+                if pid == child:
+                    return st, usage
+
+    def _order(self) -> None:
+        data, extra = wire.recv_raw(self.status)
+        if not data:  # supervisor gone: take everything down
+            os.kill(-1, signal.SIGKILL)
+            os._exit(0)
+        if data == wire.KILL:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+        elif data.startswith(b'{"op":"resize"'):
+            try:
+                rootfs.resize_rw(int(json.loads(data)["disk_mb"]))
+                wire.send(self.status, {"kind": "resized"})
+            except BaseException as exc:
+                wire.send(self.status, {"kind": "error", "stage": "resize", "message": str(exc)})
+        elif self.pending is None:
+            self.pending = (data, extra)  # the next arm order, sent as this run ended
+            return
+        for fd in extra:
+            os.close(fd)
+
+
+def _pending_bytes(fd: int) -> int:
+    buf = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buf, True)
+    return buf[0]
+
+
+def report_error(status: socket.socket, stage: str, exc: BaseException) -> None:
+    try:
+        wire.send(
+            status, {"kind": "error", "stage": stage, "message": f"{type(exc).__name__}: {exc}"}
+        )
+    except OSError:
+        pass
