@@ -1,9 +1,11 @@
-"""The exec-mode launcher (``_inside/launcher.c``): building it, and speaking its spec format.
+"""launcher.c, built for this host, and the spec format it reads.
 
-The launcher is compiled once per source version with the host's C compiler (statically
-where the C library allows) and kept under the state directory; the fork server copies it
-into the sandbox's read-only template root at start. Without a C compiler, exec-mode runs
-use the Python program process instead (same isolation, slower start).
+launcher.c is compiled once per source version with the host's C compiler, into the
+exec-mode launcher (statically where the C library allows: no dynamic loader per spawn) and
+a shared library of the same set-up steps that the fork server loads for Python program
+processes. Both are kept under the state directory; the fork server copies the launcher into
+the sandbox's read-only template root at start. Without a C compiler each piece falls back to
+its Python equivalent (same isolation, slower start).
 """
 
 from __future__ import annotations
@@ -16,12 +18,18 @@ import stat
 import subprocess
 import tempfile
 import threading
+from typing import NamedTuple
 
 from .. import defaults
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_inside", "launcher.c")
 _lock = threading.Lock()
-_built: dict[str, str | None] = {}
+_built: dict[str, Native] = {}
+
+
+class Native(NamedTuple):
+    launcher: str | None
+    library: str | None
 
 
 def _trusted(path: str) -> bool:
@@ -38,44 +46,45 @@ def _trusted(path: str) -> bool:
     return True
 
 
-def ensure_launcher() -> str | None:
-    """Path of the compiled launcher, building it if needed; None when it cannot be built."""
+def build_native() -> Native:
+    """Paths of the launcher and the library, building them if needed (None: unavailable)."""
     try:
         with open(SOURCE, "rb") as fh:
             source = fh.read()
     except OSError:
-        return None
+        return Native(None, None)
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
-        return None
+        return Native(None, None)
     key = hashlib.sha256(source + os.fsencode(os.path.realpath(cc))).hexdigest()[:16]
+    directory = os.path.join(str(defaults.state_dir()), "native")
     with _lock:
-        if key in _built:
-            return _built[key]
-        path = _build(cc, key)
-        _built[key] = path
-        return path
+        built = _built.get(directory)
+        if built is None or not all(p and os.path.exists(p) for p in built):
+            built = _built[directory] = Native(
+                _build(cc, directory, f"launch-{key}", [["-static"], []]),
+                _build(cc, directory, f"libassay-{key}.so", [["-shared", "-fPIC"]]),
+            )
+        return built
 
 
-def _build(cc: str, key: str) -> str | None:
-    directory = os.path.join(str(defaults.state_dir()), "launcher")
-    target = os.path.join(directory, f"launch-{key}")
+def _build(cc: str, directory: str, name: str, variants: list[list[str]]) -> str | None:
+    target = os.path.join(directory, name)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError:
         return None
     if os.path.exists(target):
         return target if _trusted(target) else None
-    fd, tmp = tempfile.mkstemp(prefix=".launch-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}-", dir=directory)
     os.close(fd)
+    library = name.endswith(".so")
     try:
-        for extra in (["-static"], []):  # static when libc.a is installed: no ld.so per spawn
-            proc = subprocess.run(
-                [cc, "-O2", "-Wall", *extra, "-o", tmp, SOURCE],
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
+        for flags in variants:  # the first that builds: static when libc.a is installed
+            cmd = [cc, "-O2", "-Wall", *flags, "-o", tmp, SOURCE]
+            if library:
+                cmd.insert(1, "-DASSAY_LIBRARY")
+            proc = subprocess.run(cmd, capture_output=True, timeout=120, check=False)
             if proc.returncode == 0:
                 os.chmod(tmp, 0o700)
                 os.replace(tmp, target)
@@ -89,22 +98,23 @@ def _build(cc: str, key: str) -> str | None:
 
 
 def encode_spec(
+    mode: str,
     argv: list[str],
     env: dict[str, str],
-    rlimits: dict[str, int],
+    rlimits: tuple[int, int, int, int],
     files: list[tuple[str, bytes, int]],
     collect_payload: bytes,
 ) -> tuple[bytes, bytes]:
-    """The launcher's spec (NUL-terminated tokens) and the concatenated file contents."""
-    tokens: list[bytes] = [str(len(argv)).encode(), *(os.fsencode(a) for a in argv)]
+    """A run's spec (NUL-terminated tokens, see launcher.c) and its files' contents, back to
+    back. ``rlimits``: file bytes, open files, stack bytes, CPU seconds."""
+    tokens: list[bytes] = [mode.encode(), str(len(argv)).encode()]
+    tokens += [os.fsencode(a) for a in argv]
     tokens.append(str(len(env)).encode())
     tokens += [os.fsencode(f"{k}={v}") for k, v in env.items()]
-    tokens += [
-        str(int(rlimits[k])).encode() for k in ("file_bytes", "open_files", "stack_bytes", "cpu_s")
-    ]
+    tokens += [str(int(v)).encode() for v in rlimits]
     tokens.append(str(len(files)).encode())
-    for path, content, mode in files:
-        tokens += [os.fsencode(path), str(len(content)).encode(), str(mode & 0o777).encode()]
+    for path, content, fmode in files:
+        tokens += [os.fsencode(path), str(len(content)).encode(), str(fmode & 0o7777).encode()]
     tokens.append(collect_payload)
     for tok in tokens:
         if b"\0" in tok:

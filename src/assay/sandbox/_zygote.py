@@ -14,7 +14,7 @@ from typing import Any
 from .. import defaults
 from ..errors import SandboxError
 from ._inside import wire
-from ._launch import ensure_launcher
+from ._launch import build_native
 from .config import SandboxConfig
 
 _INSIDE_PARENT = os.path.dirname(os.path.abspath(__file__))
@@ -43,8 +43,12 @@ class ZygoteProcess:
             "default_disk_mb": defaults.DEFAULT_DISK_MB,
             "default_env": defaults.SANDBOX_ENV,
             "inside_dir": _INSIDE_PARENT,
-            "launcher": ensure_launcher() if config.launcher else None,
+            "launcher": None,
+            "native": None,
         }
+        if config.launcher:
+            built = build_native()
+            cfg["launcher"], cfg["native"] = built.launcher, built.library
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         try:
             self.proc = subprocess.Popen(

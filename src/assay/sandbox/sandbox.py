@@ -134,6 +134,12 @@ class Sandbox:
             return len(self._idle[False]) + len(self._idle[True])
 
     @property
+    def zygote_info(self) -> dict[str, object]:
+        """What the running fork server reported at start (launcher, native set-up, ...)."""
+        z = self._zygote
+        return dict(z.info) if z is not None else {}
+
+    @property
     def zygote_pid(self) -> int | None:
         z = self._zygote
         return z.proc.pid if z is not None else None
@@ -282,31 +288,24 @@ class Sandbox:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             own += [out_r, err_r]
-            rlimits = {
-                "file_bytes": limits.file_bytes,
-                "open_files": defaults.OPEN_FILES,
-                "stack_bytes": min(defaults.STACK_MB, limits.memory_mb) << 20,
-                "cpu_s": int(limits.time_s) + 2,
-            }
-            if slot.launcher:
-                wanted = {"paths": collect, "max_bytes": COLLECT_MAX_BYTES}
+            rlimits = (
+                limits.file_bytes,
+                defaults.OPEN_FILES,
+                min(defaults.STACK_MB, limits.memory_mb) << 20,
+                int(limits.time_s) + 2,
+            )
+            wanted = {"paths": collect, "max_bytes": COLLECT_MAX_BYTES}
+            try:
                 spec_bytes, contents = encode_spec(
+                    req.mode,
                     req.argv,
                     req.env,
                     rlimits,
                     files,
                     json.dumps(wanted).encode() if collect else b"",
                 )
-            else:
-                spec = {
-                    "mode": req.mode,
-                    "argv": req.argv,
-                    "env": req.env,
-                    "collect": collect,
-                    "collect_max_bytes": COLLECT_MAX_BYTES,
-                    "rlimits": rlimits,
-                }
-                spec_bytes, contents = json.dumps(spec).encode(), wire.pack_files(files)
+            except ValueError as exc:
+                raise ValidationError("argv", str(exc)) from exc
             # Everything about the run travels in fds the slot's init passes on unread.
             child_fds = [
                 out_w,

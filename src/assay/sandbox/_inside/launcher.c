@@ -1,27 +1,31 @@
 /*
- * The armed program process of an exec-mode sandbox run (compiled programs, interpreters
- * other than the warm Python, compilers).
+ * The program process's trusted set-up, in C: arming and taking the run request.
  *
- * A slot's init posix_spawns this small binary instead of forking its own Python heap:
- * spawning shares the parent's memory until the exec, and the later exec of the program
- * then leaves a tiny address space instead of a copy-on-write interpreter, which is most
- * of what an exec-mode run used to cost. It does exactly what the Python program process
- * does (zygote.py, _program), in the same order:
+ * Built twice (sandbox/_launch.py): as a shared library that the fork server loads, so a
+ * Python program process (a fork of the slot's init) does these steps in one call each
+ * instead of running Python over copy-on-write pages; and as the exec-mode launcher, a small
+ * executable that a slot's init posix_spawns for compiled programs, interpreters and
+ * compilers (spawning shares the init's memory until the exec instead of copying its page
+ * tables, and the launcher's own exec of the program leaves a tiny address space behind).
  *
- *   armed: join the run's cgroups, a new IPC namespace and session, drop to the sandbox
- *          user with no capabilities, no_new_privs, Landlock, seccomp; report "armed";
- *   run:   take the request straight from the supervisor, write the input files, take
- *          stdio and the caller's extra fds, set rlimits, report "running", close every
- *          channel to the trusted side and exec the program.
+ *   assay_arm:  join the run's cgroups, a new IPC namespace and session, drop to the sandbox
+ *               user with no capabilities, no_new_privs, Landlock, seccomp;
+ *   assay_take: take the request straight from the supervisor, write the input files, take
+ *               stdio and the caller's extra fds, set rlimits, report "running" and close
+ *               every channel to the trusted side.
  *
- * argv: launch WORKDIR UID GID USERNS NCG RULESET_FD BPF_FD
- * fds:  3 request socket, 4 collect pipe (write end), 5 .. 5+NCG-1 cgroup.procs of the
- *       run's cgroups, RULESET_FD Landlock ruleset (or -1), BPF_FD seccomp program (or -1).
+ * Both report their own failures to the supervisor on the request socket (a sandbox error,
+ * never the program's) and return -1.
  *
  * The request's spec (fd R_SPEC) is a list of NUL-terminated tokens written by the
- * supervisor (sandbox/_launch.py): argc, argv..., envc, env..., file_bytes, open_files,
- * stack_bytes, cpu_s, nfiles, (path, size, mode) per file, collect payload. File contents
- * follow each other in fd R_FILES.
+ * supervisor (sandbox/_launch.py): mode, argc, argv..., envc, env..., file_bytes,
+ * open_files, stack_bytes, cpu_s, nfiles, (path, size, mode) per file, collect payload.
+ * File contents follow each other in fd R_FILES.
+ *
+ * Launcher argv: launch WORKDIR UID GID USERNS NCG RULESET_FD BPF_FD
+ * Launcher fds:  3 request socket, 4 collect pipe (write end), 5 .. 5+NCG-1 cgroup.procs of
+ *                the run's cgroups, RULESET_FD Landlock ruleset (or -1), BPF_FD a memfd with
+ *                the seccomp program (or -1).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,47 +54,88 @@
 #define SYS_close_range 436
 #endif
 
-enum { REQ = 3, COLLECT = 4, CG0 = 5, HIGH_FD = 1000, MAX_FDS = 32, MAX_SPEC = 64 << 20 };
+enum { HIGH_FD = 1000, MAX_FDS = 32, MAX_SPEC = 64 << 20, MAX_ARGS = 65536 };
 enum { R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC };
 
-static int req = REQ;
+/* The socket failures are reported on; the request socket, wherever it currently is. */
+static int report_fd = -1;
 
-static void say(const char *json) { send(req, json, strlen(json), MSG_NOSIGNAL); }
+static void say(const char *json) { send(report_fd, json, strlen(json), MSG_NOSIGNAL); }
 
-/* Report a setup failure to the supervisor (a sandbox error, never the program's) and die. */
-static void fail(const char *what) {
+static int fail(const char *what) {
     char buf[512];
-    snprintf(buf, sizeof buf, "{\"kind\":\"error\",\"message\":\"launcher: %s: %s\"}", what,
+    snprintf(buf, sizeof buf, "{\"kind\":\"error\",\"message\":\"setup: %s: %s\"}", what,
              strerror(errno));
     say(buf);
-    _exit(126);
+    return -1;
 }
 
-static long num(const char *s, const char *what) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) {
-        errno = EINVAL;
-        fail(what);
+#define CHECK(cond, what) \
+    do {                  \
+        if (!(cond)) return fail(what); \
+    } while (0)
+
+static void close_from(int first, int last) {
+    if (syscall(SYS_close_range, first, last, 0) != 0)
+        for (int fd = first; fd <= last && fd < 65536; fd++) close(fd);
+}
+
+/* -- arming ---------------------------------------------------------------------------- */
+
+int assay_arm(const char *workdir, int uid, int gid, int userns, const int *cg, int ncg,
+              int ruleset, const void *bpf, size_t bpf_len, int req) {
+    report_fd = req;
+    for (int i = 0; i < ncg; i++) {
+        CHECK(write(cg[i], "0", 1) == 1, "join cgroup");
+        close(cg[i]);
     }
-    return v;
+    CHECK(unshare(CLONE_NEWIPC) == 0, "unshare ipc");
+    CHECK(setsid() >= 0, "setsid");
+    CHECK(chdir(workdir) == 0, "chdir");
+    if (!userns) CHECK(setgroups(0, NULL) == 0, "setgroups");
+    CHECK(setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) == 0, "setresgid");
+    CHECK(setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) == 0, "setresuid");
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct caps[2];
+    memset(caps, 0, sizeof caps);
+    CHECK(syscall(SYS_capset, &hdr, caps) == 0, "capset"); /* clears the ambient set too */
+    CHECK(prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0, "dumpable");
+    CHECK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
+    if (ruleset >= 0) {
+        CHECK(syscall(SYS_landlock_restrict_self, ruleset, 0) == 0, "landlock");
+        close(ruleset);
+    }
+    if (bpf) {
+        errno = EINVAL;
+        CHECK(bpf_len && bpf_len % sizeof(struct sock_filter) == 0 &&
+                  bpf_len / sizeof(struct sock_filter) <= 0xffff,
+              "seccomp program");
+        struct sock_fprog prog = {(unsigned short)(bpf_len / sizeof(struct sock_filter)),
+                                  (struct sock_filter *)bpf};
+        CHECK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0, "seccomp");
+    }
+    return 0;
 }
 
-static void close_from(int first) {
-    if (syscall(SYS_close_range, first, ~0U, 0) != 0)
-        for (int fd = first; fd < 65536; fd++) close(fd);
-}
+/* -- the request ----------------------------------------------------------------------- */
 
 static char *read_all(int fd, size_t *len) {
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || st.st_size > MAX_SPEC) fail("spec size");
+    if (fstat(fd, &st) != 0) return NULL;
+    if (st.st_size < 0 || st.st_size > MAX_SPEC) {
+        errno = EFBIG;
+        return NULL;
+    }
     char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf) fail("spec alloc");
+    if (!buf) return NULL;
     size_t got = 0;
     while (got < (size_t)st.st_size) {
         ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-        if (n <= 0) fail("spec read");
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            free(buf);
+            return NULL;
+        }
         got += (size_t)n;
     }
     buf[got] = 0;
@@ -98,29 +143,38 @@ static char *read_all(int fd, size_t *len) {
     return buf;
 }
 
-/* The spec's tokens, in order; running out of them is the supervisor's bug. */
+/* The spec's tokens, in order. */
 struct tokens {
     char *p, *end;
 };
 
 static char *next(struct tokens *t) {
-    if (t->p >= t->end) {
-        errno = EPROTO;
-        fail("spec truncated");
-    }
-    char *tok = t->p;
-    char *nul = memchr(t->p, 0, (size_t)(t->end - t->p));
+    char *nul = t->p < t->end ? memchr(t->p, 0, (size_t)(t->end - t->p)) : NULL;
     if (!nul) {
         errno = EPROTO;
-        fail("spec unterminated");
+        return NULL;
     }
+    char *tok = t->p;
     t->p = nul + 1;
     return tok;
 }
 
+static int number(struct tokens *t, long lo, long hi, long *out) {
+    char *s = next(t), *end;
+    if (!s) return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        errno = EPROTO;
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Relative, no "..", no empty components: the supervisor checked; check again. */
 static int safe_path(const char *p) {
-    if (!*p || *p == '/') return 0;
+    if (!*p || *p == '/' || strlen(p) >= 4096) return 0;
     for (const char *s = p; *s;) {
         const char *e = strchr(s, '/');
         size_t n = e ? (size_t)(e - s) : strlen(s);
@@ -130,93 +184,44 @@ static int safe_path(const char *p) {
     return 1;
 }
 
-static void write_file(const char *path, long size, long mode, int src, off_t *offset) {
-    if (!safe_path(path)) {
-        errno = EINVAL;
-        fail("file path");
-    }
+static int write_file(const char *path, long size, long mode, int src, off_t *offset) {
+    errno = EINVAL;
+    CHECK(safe_path(path), "input file path");
     char dir[4096];
-    if (strlen(path) >= sizeof dir) {
-        errno = ENAMETOOLONG;
-        fail("file path");
-    }
     strcpy(dir, path);
     for (char *s = strchr(dir, '/'); s; s = strchr(s + 1, '/')) {
         *s = 0;
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) fail("mkdir");
+        CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST, "mkdir");
         *s = '/';
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
-    if (fd < 0) fail("create input file");
+    CHECK(fd >= 0, "create input file");
     long left = size;
     while (left > 0) {
         ssize_t n = sendfile(fd, src, offset, (size_t)left);
-        if (n <= 0) fail("write input file");
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            close(fd);
+            return fail("write input file");
+        }
         left -= n;
     }
-    if (fchmod(fd, (mode_t)(mode & 0777)) != 0) fail("chmod input file");
+    int ok = fchmod(fd, (mode_t)(mode & 0777));
     close(fd);
+    CHECK(ok == 0, "chmod input file");
+    return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 8) {
-        errno = EINVAL;
-        fail("usage");
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL); /* the init's SIG_IGNs stay behind */
+static int limit(int resource, long soft, long hard) {
+    struct rlimit rl = {(rlim_t)soft, (rlim_t)hard};
+    return setrlimit(resource, &rl);
+}
 
-    const char *workdir = argv[1];
-    uid_t uid = (uid_t)num(argv[2], "uid");
-    gid_t gid = (gid_t)num(argv[3], "gid");
-    int userns = (int)num(argv[4], "userns");
-    int ncg = (int)num(argv[5], "cgroups");
-    int ruleset = (int)num(argv[6], "ruleset");
-    int bpf = (int)num(argv[7], "bpf");
-    int top = CG0 + ncg - 1;
-    if (ruleset > top) top = ruleset;
-    if (bpf > top) top = bpf;
-    close_from(top + 1);
-
-    /* -- armed ------------------------------------------------------------------------ */
-    for (int i = 0; i < ncg; i++) {
-        if (write(CG0 + i, "0", 1) != 1) fail("join cgroup");
-        close(CG0 + i);
-    }
-    if (unshare(CLONE_NEWIPC) != 0) fail("unshare ipc");
-    if (setsid() < 0) fail("setsid");
-    if (chdir(workdir) != 0) fail("chdir");
-    if (!userns && setgroups(0, NULL) != 0) fail("setgroups");
-    if (setresgid(gid, gid, gid) != 0) fail("setresgid");
-    if (setresuid(uid, uid, uid) != 0) fail("setresuid");
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct caps[2];
-    memset(caps, 0, sizeof caps);
-    if (syscall(SYS_capset, &hdr, caps) != 0) fail("capset");
-    if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) fail("dumpable");
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
-    if (ruleset >= 0) {
-        if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail("landlock");
-        close(ruleset);
-    }
-    if (bpf >= 0) {
-        size_t len;
-        char *code = read_all(bpf, &len);
-        close(bpf);
-        if (len == 0 || len % sizeof(struct sock_filter) != 0) {
-            errno = EINVAL;
-            fail("seccomp program");
-        }
-        struct sock_fprog prog = {(unsigned short)(len / sizeof(struct sock_filter)),
-                                  (struct sock_filter *)code};
-        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) fail("seccomp");
-        free(code);
-    }
-    say("{\"kind\":\"armed\"}");
-
-    /* -- run -------------------------------------------------------------------------- */
+/* Take the request on `req`: 0 when the program may start (stdio in place, "running"
+   reported, every trusted channel closed; *spec_out holds the spec, malloc'd), 1 when the
+   supervisor went away instead, -1 on failure (reported). */
+int assay_take(int req, int collect_w, char **spec_out, size_t *len_out) {
+    report_fd = req;
     static char msg[65536];
     union {
         struct cmsghdr h;
@@ -230,7 +235,7 @@ int main(int argc, char **argv) {
     mh.msg_control = ctl.b;
     mh.msg_controllen = sizeof ctl.b;
     ssize_t got = recvmsg(req, &mh, MSG_CMSG_CLOEXEC);
-    if (got <= 0) _exit(0); /* the supervisor is gone */
+    if (got <= 0) return 1; /* the supervisor is gone */
     int fds[MAX_FDS], nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
@@ -238,42 +243,41 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n && nfds < MAX_FDS; i++)
             memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     }
-    if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC) || nfds < R_SPEC + 1) {
-        errno = EPROTO;
-        fail("request");
-    }
+    errno = EPROTO;
+    CHECK(!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= R_SPEC + 1, "request");
     size_t speclen;
     char *spec = read_all(fds[R_SPEC], &speclen);
+    CHECK(spec, "read spec");
     struct tokens t = {spec, spec + speclen};
-    int pargc = (int)num(next(&t), "argc");
-    if (pargc < 1 || pargc > 4096) fail("argc");
-    char **pargv = calloc((size_t)pargc + 1, sizeof(char *));
-    for (int i = 0; i < pargc; i++) pargv[i] = next(&t);
-    int envc = (int)num(next(&t), "envc");
-    if (envc < 0 || envc > 4096) fail("envc");
-    char **envp = calloc((size_t)envc + 1, sizeof(char *));
-    for (int i = 0; i < envc; i++) envp[i] = next(&t);
-    long file_bytes = num(next(&t), "file_bytes");
-    long open_files = num(next(&t), "open_files");
-    long stack_bytes = num(next(&t), "stack_bytes");
-    long cpu_s = num(next(&t), "cpu_s");
-    long nfiles = num(next(&t), "nfiles");
+    long n, file_bytes, open_files, stack_bytes, cpu_s, nfiles;
+    CHECK(next(&t), "spec mode");
+    CHECK(number(&t, 1, MAX_ARGS, &n) == 0, "spec argc");
+    for (long i = 0; i < n; i++) CHECK(next(&t), "spec argv");
+    CHECK(number(&t, 0, MAX_ARGS, &n) == 0, "spec envc");
+    for (long i = 0; i < n; i++) CHECK(next(&t), "spec env");
+    CHECK(number(&t, 0, 1L << 62, &file_bytes) == 0, "spec file_bytes");
+    CHECK(number(&t, 0, 1L << 20, &open_files) == 0, "spec open_files");
+    CHECK(number(&t, 0, 1L << 62, &stack_bytes) == 0, "spec stack_bytes");
+    CHECK(number(&t, 1, 1L << 31, &cpu_s) == 0, "spec cpu_s");
+    CHECK(number(&t, 0, MAX_ARGS, &nfiles) == 0, "spec nfiles");
     off_t offset = 0;
     for (long i = 0; i < nfiles; i++) {
+        long size, mode;
         char *path = next(&t);
-        long size = num(next(&t), "file size");
-        long mode = num(next(&t), "file mode");
-        write_file(path, size, mode, fds[R_FILES], &offset);
+        CHECK(path, "spec file path");
+        CHECK(number(&t, 0, 1L << 40, &size) == 0, "spec file size");
+        CHECK(number(&t, 0, 07777, &mode) == 0, "spec file mode");
+        if (write_file(path, size, mode, fds[R_FILES], &offset) != 0) return -1;
     }
     char *collect = next(&t);
-    size_t clen = strlen(collect);
-    while (clen > 0) {
-        ssize_t n = write(COLLECT, collect, clen);
-        if (n <= 0) fail("collect");
-        collect += n;
-        clen -= (size_t)n;
+    CHECK(collect, "spec collect");
+    for (size_t left = strlen(collect); left > 0;) {
+        ssize_t w = write(collect_w, collect, left);
+        CHECK(w > 0, "collect");
+        collect += w;
+        left -= (size_t)w;
     }
-    close(COLLECT);
+    close(collect_w);
 
     /* stdin, stdout, stderr, then the caller's extra fds as 3, 4, ...: park every one high
        first, since the received fds sit at low numbers. */
@@ -283,34 +287,95 @@ int main(int argc, char **argv) {
     order[nstdio++] = fds[R_STDERR];
     for (int i = R_SPEC + 1; i < nfds; i++) order[nstdio++] = fds[i];
     int keep = fcntl(req, F_DUPFD_CLOEXEC, HIGH_FD);
-    if (keep < 0) fail("park request socket");
+    CHECK(keep >= 0, "park the request socket");
+    report_fd = keep;
     int parked[MAX_FDS];
     for (int i = 0; i < nstdio; i++)
-        if ((parked[i] = fcntl(order[i], F_DUPFD_CLOEXEC, HIGH_FD)) < 0) fail("park fd");
+        CHECK((parked[i] = fcntl(order[i], F_DUPFD_CLOEXEC, HIGH_FD)) >= 0, "park fd");
     for (int i = 0; i < nfds; i++) close(fds[i]);
-    req = keep;
+    close(req);
     for (int i = 0; i < nstdio; i++)
-        if (dup2(parked[i], i) != i) fail("dup2"); /* dup2 clears close-on-exec */
-    if (syscall(SYS_close_range, nstdio, keep - 1, 0) != 0)
-        for (int fd = nstdio; fd < keep; fd++) close(fd);
-    close_from(keep + 1);
+        CHECK(dup2(parked[i], i) == i, "place fd"); /* dup2 clears close-on-exec */
+    close_from(nstdio, keep - 1);
+    close_from(keep + 1, ~0U >> 1);
 
-    struct rlimit rl;
-    rl.rlim_cur = rl.rlim_max = 0;
-    if (setrlimit(RLIMIT_CORE, &rl) != 0) fail("rlimit core");
-    rl.rlim_cur = rl.rlim_max = (rlim_t)file_bytes;
-    if (setrlimit(RLIMIT_FSIZE, &rl) != 0) fail("rlimit fsize");
-    rl.rlim_cur = rl.rlim_max = (rlim_t)open_files;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) fail("rlimit nofile");
-    rl.rlim_cur = rl.rlim_max = (rlim_t)stack_bytes;
-    if (setrlimit(RLIMIT_STACK, &rl) != 0) fail("rlimit stack");
-    rl.rlim_cur = (rlim_t)cpu_s;
-    rl.rlim_max = (rlim_t)cpu_s + 1;
-    if (setrlimit(RLIMIT_CPU, &rl) != 0) fail("rlimit cpu");
+    CHECK(limit(RLIMIT_CORE, 0, 0) == 0, "rlimit core");
+    CHECK(limit(RLIMIT_FSIZE, file_bytes, file_bytes) == 0, "rlimit fsize");
+    CHECK(limit(RLIMIT_NOFILE, open_files, open_files) == 0, "rlimit nofile");
+    CHECK(limit(RLIMIT_STACK, stack_bytes, stack_bytes) == 0, "rlimit stack");
+    CHECK(limit(RLIMIT_CPU, cpu_s, cpu_s + 1) == 0, "rlimit cpu");
 
     say("{\"kind\":\"running\"}");
-    close(req);
+    close(keep);
+    report_fd = -1;
+    *spec_out = spec;
+    *len_out = speclen;
+    return 0;
+}
+
+void assay_free(void *p) { free(p); }
+
+#ifndef ASSAY_LIBRARY
+/* -- the exec-mode launcher ------------------------------------------------------------ */
+
+enum { REQ = 3, COLLECT = 4, CG0 = 5 };
+
+static long arg(const char *s) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) _exit(125);
+    return v;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 8) _exit(125);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL); /* the init's SIG_IGNs stay behind */
+    int ncg = (int)arg(argv[5]), ruleset = (int)arg(argv[6]), bpf_fd = (int)arg(argv[7]);
+    if (ncg < 0 || ncg > 16) _exit(125);
+    int top = CG0 + ncg - 1;
+    if (ruleset > top) top = ruleset;
+    if (bpf_fd > top) top = bpf_fd;
+    close_from(top + 1, ~0U >> 1);
+    report_fd = REQ;
+
+    char *bpf = NULL;
+    size_t bpf_len = 0;
+    if (bpf_fd >= 0) {
+        if (!(bpf = read_all(bpf_fd, &bpf_len))) {
+            fail("read seccomp program");
+            _exit(126);
+        }
+        close(bpf_fd);
+    }
+    int cg[16];
+    for (int i = 0; i < ncg; i++) cg[i] = CG0 + i;
+    if (assay_arm(argv[1], (int)arg(argv[2]), (int)arg(argv[3]), (int)arg(argv[4]), cg, ncg,
+                  ruleset, bpf, bpf_len, REQ) != 0)
+        _exit(126);
+    free(bpf);
+    say("{\"kind\":\"armed\"}");
+
+    char *spec;
+    size_t len;
+    int r = assay_take(REQ, COLLECT, &spec, &len);
+    if (r == 1) _exit(0);
+    if (r != 0) _exit(126);
+    /* The spec's first tokens: mode, argc, argv..., envc, env... (validated by take). */
+    struct tokens t = {spec, spec + len};
+    next(&t);
+    long n = strtol(next(&t), NULL, 10);
+    char **pargv = calloc((size_t)n + 1, sizeof(char *));
+    for (long i = 0; i < n; i++) pargv[i] = next(&t);
+    long envc = strtol(next(&t), NULL, 10);
+    char **envp = calloc((size_t)envc + 1, sizeof(char *));
+    for (long i = 0; i < envc; i++) envp[i] = next(&t);
+    if (!pargv || !envp) _exit(126);
     execve(pargv[0], pargv, envp);
     dprintf(2, "assay sandbox: cannot execute %s: %s\n", pargv[0], strerror(errno));
     _exit(127);
 }
+#endif

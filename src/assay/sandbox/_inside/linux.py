@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -41,7 +40,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
-_MACHINE = platform.machine()
+_MACHINE = os.uname().machine
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(_MACHINE)
 SYS_OPENAT2 = 437
 SYS_MOUNT_SETATTR = 442

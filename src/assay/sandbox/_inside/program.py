@@ -1,7 +1,8 @@
 """The Python program process of a run: armed, then handed the request, then the program.
 
-Forked from a slot's init (slot.py) for Python runs (and for exec-mode runs when the C
-launcher is unavailable); launcher.c is the same sequence in C.
+Forked from a slot's init (slot.py) for Python runs, and for exec-mode runs when the C
+launcher is unavailable. Arming and taking the request are done by launcher.c's library
+(native.py) when Assay could build it, else by the same steps written here in Python.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ import contextlib
 import ctypes
 import fcntl
 import gc
-import json
 import os
 import resource
 import signal
 import socket
 import traceback
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import landlock, linux, pyrun, rootfs, wire
 
@@ -24,9 +25,41 @@ if TYPE_CHECKING:
     from .zygote import Zygote
 
 # fds of a run request, sent by the supervisor straight to the armed program process:
-# stdout, stderr, files archive, stdin, spec (JSON), then the caller's extra fds.
+# stdout, stderr, file contents, stdin, spec, then the caller's extra fds.
 R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
 HIGH_FD = 1000
+
+
+@dataclass(slots=True)
+class Spec:
+    """A run's spec: NUL-terminated tokens, in the order launcher.c documents."""
+
+    mode: str
+    argv: list[str]
+    env: dict[str, str]
+    rlimits: tuple[int, int, int, int]  # file bytes, open files, stack bytes, CPU seconds
+    files: list[tuple[str, int, int]]  # (path, size, mode)
+    collect: bytes
+
+    @classmethod
+    def parse(cls, data: bytes) -> Spec:
+        tokens = iter(data.split(b"\0"))
+
+        def many() -> list[str]:
+            return [os.fsdecode(next(tokens)) for _ in range(int(next(tokens)))]
+
+        mode = next(tokens).decode()
+        argv = many()
+        env: dict[str, str] = {}
+        for item in many():
+            key, _, value = item.partition("=")
+            env[key] = value
+        rl = (int(next(tokens)), int(next(tokens)), int(next(tokens)), int(next(tokens)))
+        files = [
+            (os.fsdecode(next(tokens)), int(next(tokens)), int(next(tokens)))
+            for _ in range(int(next(tokens)))
+        ]
+        return cls(mode, argv, env, rl, files, next(tokens))
 
 
 def run_program(
@@ -40,6 +73,36 @@ def run_program(
     take stdio, rlimits, env and argv, report "running", and close every channel, so nothing
     the program does can be mistaken for, or forge, a message from the trusted side.
     """
+    if z.native is not None:
+        fd = req.detach()
+        if not z.native.arm(cg_fds, ruleset, fd):
+            os._exit(126)
+        os.write(fd, wire.ARMED)  # one record on the SEQPACKET socket
+        spec = Spec.parse(z.native.take(fd, collect_w))
+    else:
+        spec = _arm_and_take(z, cg_fds, req, collect_w, ruleset)
+    # The slot's init set os.environ to default_env; comparing plain dicts costs ~10 us,
+    # comparing against os.environ (an encoding mapping) ~0.2 ms of copy-on-write faults.
+    if spec.mode == "python" and spec.env != z.cfg["default_env"]:
+        os.environ.clear()
+        os.environ.update(spec.env)
+    gc.enable()  # programs get the interpreter they expect
+    argv = spec.argv
+    if spec.mode == "python":
+        pyrun.run(argv[0], argv, z.base_path)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        os.execve(argv[0], argv, spec.env)
+    except OSError as exc:
+        _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
+        os._exit(127)
+
+
+def _arm_and_take(
+    z: Zygote, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
+) -> Spec:
+    """The same steps as launcher.c's assay_arm and assay_take, in Python."""
     cfg = z.cfg
     try:
         for fd in cg_fds:
@@ -61,15 +124,14 @@ def run_program(
             landlock.restrict_self(ruleset)
         if z.filter is not None:
             z.filter.load()
-        wire.send(req, {"kind": "armed"})
-        go, fds = wire.recv(req)
-        if go is None:
+        wire.send_raw(req, wire.ARMED)
+        go, fds = wire.recv_raw(req)
+        if not go:
             os._exit(0)
-        spec = json.loads(read_all(fds[R_SPEC]))
-        rootfs.write_files(fds[R_FILES], cfg["workdir"], uid, gid)
-        if spec.get("collect"):
-            payload = json.dumps({"paths": spec["collect"], "max_bytes": spec["collect_max_bytes"]})
-            os.write(collect_w, payload.encode())
+        spec = Spec.parse(read_all(fds[R_SPEC]))
+        rootfs.write_files(fds[R_FILES], spec.files, cfg["workdir"], uid, gid)
+        if spec.collect:
+            os.write(collect_w, spec.collect)
         os.close(collect_w)
         stdio = [fds[R_STDIN], fds[R_STDOUT], fds[R_STDERR], *fds[R_SPEC + 1 :]]
         # stdin, stdout, stderr, then the caller's extra fds as 3, 4, ... Received fds sit at
@@ -85,30 +147,14 @@ def run_program(
         req = socket.socket(fileno=keep)
         os.closerange(len(parked), keep)
         os.closerange(keep + 1, 65536)
-        _set_rlimits(spec["rlimits"])
-        env = spec["env"]
-        # The slot's init set os.environ to default_env; comparing plain dicts costs ~10 us,
-        # comparing against os.environ (an encoding mapping) ~0.2 ms of copy-on-write faults.
-        if spec["mode"] == "python" and env != cfg["default_env"]:
-            os.environ.clear()
-            os.environ.update(env)
+        _set_rlimits(spec.rlimits)
     except BaseException:
         with contextlib.suppress(OSError):
             wire.send(req, {"kind": "error", "message": traceback.format_exc()[-4000:]})
         os._exit(126)
-    wire.send(req, {"kind": "running"})
+    wire.send_raw(req, b'{"kind":"running"}')
     req.close()
-    gc.enable()  # programs get the interpreter they expect
-    argv = spec["argv"]
-    if spec["mode"] == "python":
-        pyrun.run(argv[0], argv, z.base_path)
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-    try:
-        os.execve(argv[0], argv, env)
-    except OSError as exc:
-        _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
-        os._exit(127)
+    return spec
 
 
 def read_all(fd: int) -> bytes:
@@ -127,13 +173,12 @@ def read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _set_rlimits(lim: dict[str, Any]) -> None:
+def _set_rlimits(limits: tuple[int, int, int, int]) -> None:
+    file_bytes, open_files, stack, cpu = limits
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (lim["open_files"], lim["open_files"]))
-    stack = lim["stack_bytes"]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
     resource.setrlimit(resource.RLIMIT_STACK, (stack, stack))
-    cpu = lim["cpu_s"]
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 

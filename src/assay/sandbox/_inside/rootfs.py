@@ -159,20 +159,20 @@ def resize_rw(disk_mb: int) -> None:
     )
 
 
-def write_files(archive_fd: int, workdir: str, uid: int, gid: int) -> None:
-    """Write a run's input files from a :func:`wire.pack_files` memfd, kernel to kernel.
+def write_files(
+    contents_fd: int, entries: list[tuple[str, int, int]], workdir: str, uid: int, gid: int
+) -> None:
+    """Write a run's input files (``(path, size, mode)``, contents back to back in
+    ``contents_fd``), kernel to kernel.
 
-    Only the index (names and sizes) enters this process's memory; contents move with
-    sendfile, so the slot's init, of which every later program is a fork, never holds a
-    run's data. Paths were validated relative by the supervisor; O_EXCL|O_NOFOLLOW and a
-    fresh tmpfs keep even a bad one from escaping.
+    Only names and sizes enter this process's memory; contents move with sendfile, so the
+    slot's init, of which every later program is a fork, never holds a run's data. Paths
+    were validated relative by the supervisor; O_EXCL|O_NOFOLLOW and a fresh tmpfs keep even
+    a bad one from escaping.
     """
-    head_len = os.pread(archive_fd, 32, 0).split(b"\n", 1)[0]
-    offset = len(head_len) + 1
-    index = json.loads(os.pread(archive_fd, int(head_len), offset))
-    offset += int(head_len)
-    for entry in index:
-        rel, size, mode = entry["path"], entry["size"], entry["mode"] & 0o777
+    offset = 0
+    for rel, size, mode in entries:
+        mode &= 0o777
         path = os.path.join(workdir, rel)
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
@@ -187,7 +187,7 @@ def write_files(archive_fd: int, workdir: str, uid: int, gid: int) -> None:
         try:
             left, pos = size, offset
             while left > 0:
-                n = os.sendfile(fd, archive_fd, pos, left)
+                n = os.sendfile(fd, contents_fd, pos, left)
                 if n <= 0:
                     raise OSError(f"short input file {rel}")
                 left -= n

@@ -10,7 +10,6 @@ single prctl, which costs microseconds instead of a libseccomp compile.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import socket
@@ -161,11 +160,18 @@ class Filter:
 
 def build() -> Filter:
     """Compile the sandbox filter with libseccomp; raises SeccompUnavailable without it."""
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
     try:
-        lib = ctypes.CDLL(name, use_errno=True)
-    except OSError as exc:
-        raise SeccompUnavailable(f"libseccomp not found ({exc})") from exc
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        # Not under its usual soname: ask the toolchain (this imports subprocess, tempfile
+        # and more into the fork server, whose heap every run copies: only as a fallback).
+        from ctypes.util import find_library
+
+        name = find_library("seccomp")
+        try:
+            lib = ctypes.CDLL(name or "libseccomp.so.2", use_errno=True)
+        except OSError as exc:
+            raise SeccompUnavailable(f"libseccomp not found ({exc})") from exc
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
     lib.seccomp_release.argtypes = [ctypes.c_void_p]

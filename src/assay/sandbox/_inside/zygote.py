@@ -29,7 +29,7 @@ import traceback
 from typing import Any
 
 # Everything is imported now: after pivot_root the host's files are out of reach.
-from . import landlock, linux, pyrun, rootfs, seccomp, slot, wire
+from . import landlock, linux, native, pyrun, rootfs, seccomp, slot, wire
 
 # fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
 # hierarchy. fds of a run request: see program.py.
@@ -51,6 +51,7 @@ class Zygote:
         self.pid = os.getpid()
         self.children: dict[str, int] = {}
         self.filter: seccomp.Filter | None = None
+        self.native: native.Native | None = None
         self.landlock_abi = 0
         self._cap_hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
         self._cap_data = (linux.CapData * 2)()
@@ -73,8 +74,20 @@ class Zygote:
         linux.unshare(linux.CLONE_NEWNS)
         launcher = None
         if cfg.get("launcher"):
-            with open(cfg["launcher"], "rb") as fh:
-                launcher = fh.read()
+            try:
+                with open(cfg["launcher"], "rb") as fh:
+                    launcher = fh.read()
+            except OSError as exc:  # executables then start from a fork, as Python does
+                info["launcher_error"] = str(exc)
+                cfg["launcher"] = None
+        if cfg.get("native"):  # before the template root covers the mount point
+            try:
+                self.native = native.Native(
+                    cfg["native"], cfg["workdir"], cfg["uid"], cfg["gid"], cfg["userns"]
+                )
+            except OSError as exc:  # the same steps in Python, slower
+                info["native_error"] = str(exc)
+        info["native"] = self.native is not None
         rootfs.build_template(
             cfg["root"], cfg["ro_binds"], cfg["etc_binds"], cfg["userns"], launcher
         )
@@ -82,6 +95,8 @@ class Zygote:
         if cfg["seccomp"]:
             self.filter = seccomp.build()
             info["seccomp_instructions"] = self.filter.instructions
+        if self.native is not None:
+            self.native.set_filter(self.filter.bpf if self.filter is not None else None)
         if cfg["landlock"]:
             self.landlock_abi = landlock.abi_version()
         info["landlock_abi"] = self.landlock_abi
