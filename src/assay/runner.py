@@ -94,6 +94,8 @@ class Runner:
             artifact = built
         program = lang.program(source, artifact)
         req = languages.request(program, data, limits or Limits(), extra)
+        if not args and not collect:
+            return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
 
     async def run_async(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-import selectors
+import select
 import signal
 import socket
 import time
@@ -104,11 +105,21 @@ class Supervision:
     ) -> ExecResult:
         limits = self.req.limits
         wall_limit = limits.effective_wall_s
-        sel = selectors.DefaultSelector()
-        sel.register(out_fd, selectors.EVENT_READ, self.out)
-        sel.register(err_fd, selectors.EVENT_READ, self.err)
-        sel.register(req_sock, selectors.EVENT_READ, "program")
-        sel.register(rep_sock, selectors.EVENT_READ, "init")
+        # poll(2) rather than a selector: no epoll instance to create and close per run.
+        poller = select.poll()
+        watched: dict[int, _Capture | str] = {
+            out_fd: self.out,
+            err_fd: self.err,
+            req_sock.fileno(): "program",
+            rep_sock.fileno(): "init",
+        }
+        for fd in watched:
+            poller.register(fd, select.POLLIN)
+
+        def forget(fd: int) -> None:
+            poller.unregister(fd)
+            del watched[fd]
+
         finished = False
         next_cpu_check = self.started
         # The default wall limit is only a backstop against sleepers: a program that is
@@ -155,33 +166,37 @@ class Supervision:
                     timeout = max(0.001, min(next_cpu_check, self.started + wall_limit) - now)
                     if now - self.started > wall_limit:
                         timeout = min(timeout, defaults.CPU_POLL_MAX_S)
-                events = sel.select(timeout)
+                events = poller.poll(math.ceil(timeout * 1000))
                 if not events and finished and time.monotonic() - self.started > wall_limit + 30:
                     self.error = self.error or "output pipes stayed open after the run ended"
                     break
-                for key, _ in events:
-                    if key.data == "program":
-                        if self._on_program_message(req_sock):
-                            sel.unregister(req_sock)
+                for fd, _mask in events:
+                    what = watched.get(fd)
+                    if what is None:
                         continue
-                    if key.data == "init":
+                    if what == "program":
+                        if self._on_program_message(req_sock):
+                            forget(fd)
+                        continue
+                    if what == "init":
                         if self._on_slot_message(rep_sock):
                             finished = True
-                            sel.unregister(rep_sock)
+                            forget(fd)
                         continue
-                    capture: _Capture = key.data
+                    assert isinstance(what, _Capture)
                     try:
-                        data = os.read(key.fd, 1 << 16)
+                        data = os.read(fd, 1 << 16)
                     except BlockingIOError:
                         continue
                     if not data:
-                        capture.eof = True
-                        sel.unregister(key.fd)
+                        what.eof = True
+                        forget(fd)
                         continue
-                    if capture.add(data) and not finished:
+                    if what.add(data) and not finished:
                         stop("output")
         finally:
-            sel.close()
+            for fd in list(watched):
+                poller.unregister(fd)
         return self._result()
 
     def _computing(self, last_cpu: float, last_at: float, now: float) -> bool:

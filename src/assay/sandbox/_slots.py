@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import os
 import select
 import signal
@@ -54,22 +55,37 @@ class SlotHandle:
         own "armed"; the request then goes to it directly."""
         if self.req_sock is not None:
             return True
-        msg, fds = self._recv(self.sock, timeout)
-        if msg is None or msg.get("kind") != "armed" or len(fds) != 1:
+        data, fds = self._recv_raw(self.sock, timeout)
+        if data != wire.ARMED or len(fds) != 1:
             for fd in fds:
                 os.close(fd)
-            self.error = self.error or str((msg or {}).get("message", "sandbox init exited"))
+            self.error = self.error or _message(data, "sandbox init exited")
             return False
         self.req_sock = socket.socket(fileno=fds[0])
-        armed, extra = self._recv(self.req_sock, timeout)
+        data, extra = self._recv_raw(self.req_sock, timeout)
         for fd in extra:
             os.close(fd)
-        if armed is None or armed.get("kind") != "armed":
-            self.error = self.error or str(
-                (armed or {}).get("message", "program process died while arming")
-            )
+        if data != wire.ARMED:
+            self.error = self.error or _message(data, "program process died while arming")
             return False
         return True
+
+    def _recv_raw(self, sock: socket.socket, timeout: float) -> tuple[bytes, list[int]]:
+        """One raw message; most are already waiting, so try before polling."""
+        for attempt in range(2):
+            try:
+                return wire.recv_raw(sock, wire.DONTWAIT)
+            except BlockingIOError:
+                if attempt:
+                    break
+            except OSError as exc:
+                self.error = str(exc)
+                return b"", []
+            ready, _, _ = select.select([sock], [], [], timeout)
+            if not ready:
+                break
+        self.error = "timed out"
+        return b"", []
 
     def resize(self, disk_mb: int, timeout: float) -> bool:
         """Ask the slot's init to resize the armed run's tmpfs (a non-default ``disk_mb``)."""
@@ -124,6 +140,15 @@ class SlotHandle:
             os.close(self.pidfd)
             self.pidfd = None
         self.sock.close()
+
+
+def _message(data: bytes, default: str) -> str:
+    """The ``message`` of a JSON error record, else ``default``."""
+    try:
+        msg = json.loads(data) if data else {}
+    except ValueError:
+        return default
+    return str(msg.get("message", default)) if isinstance(msg, dict) else default
 
 
 class CgroupPool:

@@ -43,23 +43,17 @@ class Spec:
 
     @classmethod
     def parse(cls, data: bytes) -> Spec:
-        tokens = iter(data.split(b"\0"))
-
-        def many() -> list[str]:
-            return [os.fsdecode(next(tokens)) for _ in range(int(next(tokens)))]
-
-        mode = next(tokens).decode()
-        argv = many()
-        env: dict[str, str] = {}
-        for item in many():
-            key, _, value = item.partition("=")
-            env[key] = value
-        rl = (int(next(tokens)), int(next(tokens)), int(next(tokens)), int(next(tokens)))
-        files = [
-            (os.fsdecode(next(tokens)), int(next(tokens)), int(next(tokens)))
-            for _ in range(int(next(tokens)))
-        ]
-        return cls(mode, argv, env, rl, files, next(tokens))
+        t = data.decode("utf-8", "surrogateescape").split("\0")
+        n = int(t[1])
+        argv, i = t[2 : 2 + n], 2 + n
+        n = int(t[i])
+        env = dict(item.partition("=")[::2] for item in t[i + 1 : i + 1 + n])
+        i += 1 + n
+        rl = (int(t[i]), int(t[i + 1]), int(t[i + 2]), int(t[i + 3]))
+        n, i = int(t[i + 4]), i + 5
+        files = [(t[i + 3 * k], int(t[i + 3 * k + 1]), int(t[i + 3 * k + 2])) for k in range(n)]
+        collect = t[i + 3 * n].encode("utf-8", "surrogateescape")
+        return cls(t[0], argv, env, rl, files, collect)
 
 
 def run_program(

@@ -17,6 +17,10 @@ from typing import Any
 MAX_MSG = 1 << 16
 MAX_FDS = 32
 _CMSG_SPACE = socket.CMSG_SPACE(MAX_FDS * array.array("i").itemsize)
+# Plain ints: combining the socket module's flag enums costs microseconds per message.
+_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
+_TRUNCATED = int(socket.MSG_TRUNC) | int(socket.MSG_CTRUNC)
+DONTWAIT = int(socket.MSG_DONTWAIT)
 
 # The common orders and answers, as the exact bytes ``send`` would produce for them, so the
 # slot's init can match them without parsing JSON (every page it touches after a fork is
@@ -41,9 +45,7 @@ def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, .
 def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     """Receive one message; ``(None, [])`` on EOF. Received fds are close-on-exec."""
     fds = array.array("i")
-    data, anc, flags, _ = sock.recvmsg(
-        MAX_MSG, socket.CMSG_SPACE(MAX_FDS * fds.itemsize), socket.MSG_CMSG_CLOEXEC
-    )
+    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, _CLOEXEC)
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             usable = len(payload) - (len(payload) % fds.itemsize)
@@ -52,7 +54,7 @@ def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
         for fd in fds:
             os.close(fd)
         return None, []
-    if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+    if flags & _TRUNCATED:
         for fd in fds:
             os.close(fd)
         raise ValueError("truncated control message")
@@ -66,14 +68,14 @@ def send_raw(sock: socket.socket, data: bytes, fds: list[int] | tuple[int, ...] 
         sock.sendmsg([data])
 
 
-def recv_raw(sock: socket.socket) -> tuple[bytes, list[int]]:
+def recv_raw(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
     """One message, unparsed, and its fds (close-on-exec); ``b""`` at EOF or if truncated."""
     fds = array.array("i")
-    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
+    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, _CLOEXEC | flags)
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    if not data or flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+    if not data or flags & _TRUNCATED:
         for fd in fds:
             os.close(fd)
         return b"", []
