@@ -3,7 +3,7 @@
 Both servers run under uvicorn in their own subprocess. The baseline is a FastAPI app (in this
 file) that runs each request in a fresh ``python3`` subprocess with no isolation at all: what
 "just shell out" costs. Each level sends ``--requests`` programs ``print(1)`` at concurrency
-1, 8 and 32 (httpx.AsyncClient) and prints throughput and p50/p99 latency; the last line is
+1, 8 and 32 (a bare asyncio HTTP/1.1 client with kept-alive connections) and prints throughput and p50/p99 latency; the last line is
 one JSON object.
 
 Every request's program carries a unique comment so Assay's result cache cannot answer it:
@@ -101,25 +101,70 @@ def _body(i: int) -> dict[str, Any]:
     return {"code": f"print(1)  # {i}", "language": "python", "run_timeout": 5}
 
 
+async def _roundtrip(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, bytes]:
+    """One HTTP/1.1 request on a kept-alive connection: (status, body)."""
+    writer.write(request)
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    length, chunked = 0, False
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        key = key.strip().lower()
+        if key == b"content-length":
+            length = int(value)
+        elif key == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if not chunked:
+        return status, await reader.readexactly(length)
+    parts = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")
+            return status, b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+
+
 async def level(url: str, concurrency: int, requests: int, offset: int) -> dict[str, float]:
+    """``requests`` POSTs at ``concurrency``, over kept-alive HTTP/1.1 connections.
+
+    The load generator shares the machine with the servers, so it is a bare asyncio client
+    (pre-built request bytes, a minimal response parser): a general-purpose client costs
+    several milliseconds of CPU per request, taken from both servers alike.
+    """
+    host, port = url.removeprefix("http://").split(":")
     latencies: list[float] = []
     failures = 0
     counter = iter(range(requests))
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
 
-        async def worker() -> None:
-            nonlocal failures
+    def request(i: int) -> bytes:
+        body = json.dumps(_body(offset + i)).encode()
+        return (
+            f"POST /run_code HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+    async def worker() -> None:
+        nonlocal failures
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
             for i in counter:
+                data = request(i)
                 t = time.perf_counter()
-                r = await client.post("/run_code", json=_body(offset + i))
+                status, body = await _roundtrip(reader, writer, data)
                 latencies.append(time.perf_counter() - t)
-                ok = r.status_code == 200 and r.json()["run_result"]["stdout"] == "1\n"
+                ok = status == 200 and json.loads(body)["run_result"]["stdout"] == "1\n"
                 failures += not ok
+        finally:
+            writer.close()
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
     latencies.sort()
     return {
         "rps": requests / elapsed,

@@ -23,7 +23,6 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +168,9 @@ class LocalExecutor:
         self._inflight: dict[str, _Job] = {}
         self._busy = 0
         self._batches = itertools.count()
+        # Ids unique across executors and restarts without a urandom call per id.
+        self._id_prefix = os.urandom(4).hex()
+        self._ids = itertools.count()
         self._deadlines: list[tuple[float, int, BatchHandle]] = []
         self._handles: dict[str, tuple[BatchHandle, list[_Job | None], str, int]] = {}
         self._closed = False
@@ -184,6 +186,9 @@ class LocalExecutor:
             t.start()
 
     # -- public API -------------------------------------------------------------------------
+    def _new_id(self) -> str:
+        return f"{self._id_prefix}{next(self._ids):08x}"
+
     def submit(
         self,
         jobs: Sequence[Job],
@@ -211,7 +216,7 @@ class LocalExecutor:
                 raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         now, mono = time.time(), time.monotonic()
         batch_seq = next(self._batches)
-        handle = BatchHandle(uuid.uuid4().hex[:16], len(jobs), self._cancel)
+        handle = BatchHandle(self._new_id(), len(jobs), self._cancel)
         if on_result is not None:
             handle.add_callback(on_result)
         if not jobs:
@@ -238,7 +243,7 @@ class LocalExecutor:
                     twin.subs.append(sub)
                     entries.append(twin)
                     continue
-                j = _Job(uuid.uuid4().hex[:16], job, info, stop_on_failure, [sub])
+                j = _Job(self._new_id(), job, info, stop_on_failure, [sub])
                 fresh[key] = j
                 new_jobs.append(j)
                 entries.append(j)

@@ -170,6 +170,11 @@ class CgroupPool:
         self._thread = threading.Thread(target=self._work, daemon=True, name="assay-cgroups")
         self._thread.start()
 
+    def note_limits(self, limits: CgroupLimits) -> None:
+        """The limits a run just used: cgroups made from now on are prepared with them, so
+        a steady stream of alike runs never rewrites limits on its critical path."""
+        self.limits = limits
+
     def get(self) -> RunCgroup:
         with self._cv:
             cg = self._ready.popleft() if self._ready else None

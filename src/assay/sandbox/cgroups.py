@@ -97,8 +97,7 @@ class _V1Run:
         for path in self._procs:
             self.files.fd(path, os.O_WRONLY)
         for path in (self._cpu, self._peak, self._memsw_peak if self.memsw else self._peak):
-            self.files.fd(path, os.O_WRONLY)
-            self.files.fd(path, os.O_RDONLY)
+            self.files.fd(path, os.O_RDWR)  # zeroed when armed, read when the run ends
         self.files.fd(self._oom, os.O_RDONLY)
 
     def set_limits(self, limits: CgroupLimits) -> None:
@@ -122,19 +121,19 @@ class _V1Run:
         """Limits are written only when they differ from the pool's defaults; the counters
         are zeroed every time, since the armed program process already ran in here."""
         self.set_limits(limits)
-        self.files.write(self._cpu, "0")
-        self.files.write(self._peak, "0")
+        self.files.write(self._cpu, "0", os.O_RDWR)
+        self.files.write(self._peak, "0", os.O_RDWR)
         if self.memsw:
-            self.files.write(self._memsw_peak, "0")
+            self.files.write(self._memsw_peak, "0", os.O_RDWR)
 
     def procs_fds(self) -> list[int]:
         return [self.files.dup(path) for path in self._procs]
 
     def cpu_seconds(self) -> float:
-        return int(self.files.read(self._cpu)) / 1e9
+        return int(self.files.read(self._cpu, os.O_RDWR)) / 1e9
 
     def peak_memory_bytes(self) -> int:
-        return int(self.files.read(self._memsw_peak if self.memsw else self._peak))
+        return int(self.files.read(self._memsw_peak if self.memsw else self._peak, os.O_RDWR))
 
     def oom_killed(self) -> bool:
         for line in self.files.read(self._oom).splitlines():

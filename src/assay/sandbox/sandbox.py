@@ -282,7 +282,10 @@ class Sandbox:
         try:
             if cg is not None:
                 try:
-                    cg.arm(_cg_limits(limits))
+                    cg_limits = _cg_limits(limits)
+                    cg.arm(cg_limits)
+                    if self._cg_pool is not None:
+                        self._cg_pool.note_limits(cg_limits)
                 except OSError as exc:
                     return ExecResult(status="sandbox_error", stderr=f"cgroup: {exc}".encode())
             out_r, out_w = os.pipe2(os.O_CLOEXEC)

@@ -129,7 +129,7 @@ async def stream(handle: BatchHandle) -> AsyncIterator[JobResult]:
         yield r
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
     svc: Service = request.app.state.service
     return svc
 
