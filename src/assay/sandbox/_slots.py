@@ -27,6 +27,11 @@ class SlotHandle:
         self.pidfd: int | None = None
         self.cg: RunCgroup | None = None
         self.req_sock: socket.socket | None = None  # to the armed program process
+        self.prog_armed = False  # the program process's own "armed" has been read
+        self.zeroed = False  # the armed cgroup's counters are zeroed (see try_complete)
+        self.in_use = False  # taken by a run (set and read under ``lock``)
+        #: Held while a thread reads this slot's messages (the run's, or the completer's).
+        self.lock = threading.Lock()
         self.error = ""
         self.runs = 0
 
@@ -53,37 +58,82 @@ class SlotHandle:
     def wait_armed(self, timeout: float) -> bool:
         """Receive the armed program process's request socket from the slot's init, then its
         own "armed"; the request then goes to it directly."""
-        if self.req_sock is not None:
-            return True
-        data, fds = self._recv_raw(self.sock, timeout)
-        if data != wire.ARMED or len(fds) != 1:
-            for fd in fds:
+        return self._take_armed(timeout)
+
+    def try_complete(self) -> None:
+        """Take whatever "armed" messages are already here, and once both are, zero the
+        cgroup's counters (the armed process now only waits): the work ``wait_armed`` and
+        the run would otherwise do on their critical path. Never blocks."""
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            if self.in_use or self.pidfd is None or self.error or self.zeroed:
+                return
+            if self._take_armed(None) and self.cg is not None:
+                self.cg.zero()
+                self.zeroed = True
+        except OSError:
+            pass  # left to the run's own wait_armed and arm, which report it
+        finally:
+            self.lock.release()
+
+    def pending_fd(self) -> int | None:
+        """The socket the next "armed" message arrives on (None: nothing awaited)."""
+        if self.in_use or self.pidfd is None or self.error or self.zeroed:
+            return None
+        if self.req_sock is None:
+            return self.sock.fileno()
+        return None if self.prog_armed else self.req_sock.fileno()
+
+    def _take_armed(self, timeout: float | None) -> bool:
+        """``timeout`` None: only what has arrived (False if something is missing)."""
+        if self.error:
+            return False
+        if self.req_sock is None:
+            data, fds = self._recv_raw(self.sock, timeout)
+            if not data and timeout is None and not self.error:
+                return False
+            if data != wire.ARMED or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                self.error = self.error or _message(data, "sandbox init exited")
+                return False
+            self.req_sock = socket.socket(fileno=fds[0])
+        if not self.prog_armed:
+            data, extra = self._recv_raw(self.req_sock, timeout)
+            for fd in extra:
                 os.close(fd)
-            self.error = self.error or _message(data, "sandbox init exited")
-            return False
-        self.req_sock = socket.socket(fileno=fds[0])
-        data, extra = self._recv_raw(self.req_sock, timeout)
-        for fd in extra:
-            os.close(fd)
-        if data != wire.ARMED:
-            self.error = self.error or _message(data, "program process died while arming")
-            return False
+            if not data and timeout is None and not self.error:
+                return False
+            if data != wire.ARMED:
+                self.error = self.error or _message(data, "program process died while arming")
+                return False
+            self.prog_armed = True
         return True
 
-    def _recv_raw(self, sock: socket.socket, timeout: float) -> tuple[bytes, list[int]]:
-        """One raw message; most are already waiting, so try before polling."""
+    def _recv_raw(self, sock: socket.socket, timeout: float | None) -> tuple[bytes, list[int]]:
+        """One raw message; most are already waiting, so try before polling. With ``timeout``
+        None, ``b""`` and no error when nothing has arrived yet."""
         for attempt in range(2):
             try:
-                return wire.recv_raw(sock, wire.DONTWAIT)
+                data, fds = wire.recv_raw(sock, wire.DONTWAIT)
+                if not data:
+                    self.error = self.error or "closed"
+                return data, fds
             except BlockingIOError:
+                if timeout is None:
+                    return b"", []
                 if attempt:
-                    break
+                    return self._timed_out()
             except OSError as exc:
                 self.error = str(exc)
                 return b"", []
             ready, _, _ = select.select([sock], [], [], timeout)
             if not ready:
                 break
+        return self._timed_out()
+
+    def _timed_out(self) -> tuple[bytes, list[int]]:
         self.error = "timed out"
         return b"", []
 
@@ -115,6 +165,8 @@ class SlotHandle:
         if self.req_sock is not None:
             self.req_sock.close()
             self.req_sock = None
+        self.prog_armed = False
+        self.zeroed = False
 
     def arm(self, cg: RunCgroup | None) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""

@@ -45,8 +45,12 @@ class RunCgroup(Protocol):
     def procs_fds(self) -> list[int]:
         """Write-only fds of ``cgroup.procs``, one per hierarchy, for the child to join."""
 
-    def arm(self, limits: CgroupLimits) -> None:
-        """Set the run's limits and zero its counters, just before the program starts."""
+    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
+        """Set the run's limits and (unless done already) zero its counters, just before the
+        program starts."""
+
+    def zero(self) -> None:
+        """Zero the CPU and peak-memory counters (the armed program process is waiting)."""
 
     def cpu_seconds(self) -> float: ...
 
@@ -117,10 +121,15 @@ class _V1Run:
             _write(self._pids, str(limits.pids))
         self._written = limits
 
-    def arm(self, limits: CgroupLimits) -> None:
-        """Limits are written only when they differ from the pool's defaults; the counters
-        are zeroed every time, since the armed program process already ran in here."""
+    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
+        """Limits are written only when they differ from those the pool prepared; the
+        counters are zeroed (here, or earlier by ``zero``) since the armed program process
+        already ran in here."""
         self.set_limits(limits)
+        if zero:
+            self.zero()
+
+    def zero(self) -> None:
         self.files.write(self._cpu, "0", os.O_RDWR)
         self.files.write(self._peak, "0", os.O_RDWR)
         if self.memsw:
@@ -256,8 +265,12 @@ class _V2Run:
             _write(self._file("pids.max"), str(limits.pids))
         self._written = limits
 
-    def arm(self, limits: CgroupLimits) -> None:
+    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
         self.set_limits(limits)
+        if zero:
+            self.zero()
+
+    def zero(self) -> None:
         self._cpu_base = 0.0
         self._cpu_base = self.cpu_seconds()
         if self._peak_flags == os.O_RDWR:

@@ -9,6 +9,7 @@ import fcntl
 import itertools
 import json
 import os
+import select
 import socket
 import threading
 
@@ -92,6 +93,13 @@ class Sandbox:
             if self.cgroups is not None
             else None
         )
+        # Idle slots finish arming (their "armed" messages, zeroed cgroup counters) on a
+        # thread of their own, off the next run's critical path.
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._completer = threading.Thread(
+            target=self._complete_idle, daemon=True, name="assay-arming"
+        )
+        self._completer.start()
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Sandbox:
@@ -108,6 +116,8 @@ class Sandbox:
             self._idle[True].clear()
         for slot in idle:
             self._retire(slot)
+        self._wake()
+        self._completer.join(timeout=5)
         with self._lock:
             if self._zygote is not None:
                 self._zygote.close()
@@ -116,6 +126,37 @@ class Sandbox:
             self._cg_pool.close()
         if self.cgroups is not None:
             self.cgroups.close()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"x")
+
+    def _complete_idle(self) -> None:
+        """Read idle slots' "armed" messages as they arrive and zero their cgroups' counters
+        (``SlotHandle.try_complete``); a run that takes a slot first does it itself."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    break
+                slots = [*self._idle[False], *self._idle[True]]
+            watch: dict[int, SlotHandle] = {}
+            for slot in slots:
+                fd = slot.pending_fd()
+                if fd is not None and fd >= 0:
+                    watch[fd] = slot
+            poller = select.poll()
+            poller.register(self._wake_r, select.POLLIN)
+            for fd in watch:
+                poller.register(fd, select.POLLIN)
+            for fd, _mask in poller.poll(1000):
+                if fd == self._wake_r:
+                    with contextlib.suppress(BlockingIOError, OSError):
+                        os.read(self._wake_r, 4096)
+                elif fd in watch:
+                    watch[fd].try_complete()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _zygote_for_run(self) -> ZygoteProcess:
         with self._lock:
@@ -190,9 +231,12 @@ class Sandbox:
                 except (SandboxError, OSError) as exc:
                     error = str(exc)
                     continue
-            if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S) and slot.wait_armed(
-                defaults.ZYGOTE_START_TIMEOUT_S
-            ):
+            with slot.lock:
+                slot.in_use = True
+                ok = slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S) and slot.wait_armed(
+                    defaults.ZYGOTE_START_TIMEOUT_S
+                )
+            if ok:
                 return slot
             error = slot.error
             self._retire(slot)
@@ -210,7 +254,9 @@ class Sandbox:
                     keep = False
             if keep:
                 with self._lock:
+                    slot.in_use = False
                     self._idle[slot.launcher].append(slot)
+                self._wake()
                 return
         self._retire(slot)
 
@@ -234,6 +280,7 @@ class Sandbox:
             if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
                 with self._lock:
                     self._idle[slot.launcher].append(slot)
+                self._wake()
             else:
                 self._retire(slot)
 
@@ -283,7 +330,7 @@ class Sandbox:
             if cg is not None:
                 try:
                     cg_limits = _cg_limits(limits)
-                    cg.arm(cg_limits)
+                    cg.arm(cg_limits, zero=not slot.zeroed)
                     if self._cg_pool is not None:
                         self._cg_pool.note_limits(cg_limits)
                 except OSError as exc:
