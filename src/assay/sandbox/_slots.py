@@ -118,7 +118,7 @@ class SlotHandle:
             try:
                 data, fds = wire.recv_raw(sock, wire.DONTWAIT)
                 if not data:
-                    self.error = self.error or "closed"
+                    self.error = self.error or "the sandbox process exited"
                 return data, fds
             except BlockingIOError:
                 if timeout is None:

@@ -75,6 +75,16 @@ class CgroupBackend(Protocol):
     def close(self) -> None: ...
 
 
+def _prepared(run: _V1Run | _V2Run, limits: CgroupLimits) -> RunCgroup:
+    """``run`` with its files open and ``limits`` written, or removed again on failure."""
+    try:
+        run.prepare(limits)
+    except OSError:
+        run.destroy()
+        raise
+    return run
+
+
 # -- v1 ---------------------------------------------------------------------------------------
 
 
@@ -196,13 +206,7 @@ class CgroupV1:
         dirs = {c: os.path.join(p, self.session, name) for c, p in self.parents.items()}
         for d in dirs.values():
             os.mkdir(d)
-        run = _V1Run(dirs, self._memsw)
-        try:
-            run.prepare(limits)
-        except OSError:
-            run.destroy()
-            raise
-        return run
+        return _prepared(_V1Run(dirs, self._memsw), limits)
 
     def reclaim_stale(self) -> int:
         n = 0
@@ -369,13 +373,7 @@ class CgroupV2:
     def create(self, limits: CgroupLimits) -> RunCgroup:
         path = os.path.join(self.session_dir, f"r{next(self._counter)}")
         os.mkdir(path)
-        run = _V2Run(path)
-        try:
-            run.prepare(limits)
-        except OSError:
-            run.destroy()
-            raise
-        return run
+        return _prepared(_V2Run(path), limits)
 
     def reclaim_stale(self) -> int:
         n = 0

@@ -119,6 +119,11 @@ class Sandbox:
         self._wake()
         self._completer.join(timeout=5)
         with self._lock:
+            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
+        for fd in wake:
+            if fd >= 0 and not self._completer.is_alive():
+                os.close(fd)
+        with self._lock:
             if self._zygote is not None:
                 self._zygote.close()
                 self._zygote = None
@@ -128,8 +133,10 @@ class Sandbox:
             self.cgroups.close()
 
     def _wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"x")
+        fd = self._wake_w
+        if fd >= 0:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(fd, b"x")
 
     def _complete_idle(self) -> None:
         """Read idle slots' "armed" messages as they arrive and zero their cgroups' counters
@@ -154,9 +161,6 @@ class Sandbox:
                         os.read(self._wake_r, 4096)
                 elif fd in watch:
                     watch[fd].try_complete()
-        for fd in (self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
     def _zygote_for_run(self) -> ZygoteProcess:
         with self._lock:
