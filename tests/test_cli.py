@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -181,6 +182,9 @@ def test_doctor_json() -> None:
         assert key in doc
     if os.geteuid() == 0:
         assert doc["missing_mandatory"] == []
+    if shutil.which("gcc"):  # the C set-up is built on first use and reported with its path
+        for key in ("launcher", "library"):
+            assert doc["fast_start"][key] and os.path.exists(doc["fast_start"][key])
 
 
 def test_doctor_human() -> None:

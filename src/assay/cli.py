@@ -19,6 +19,7 @@ from rich.table import Table
 from . import defaults, languages
 from .errors import AssayError, InsecureHostError, ValidationError
 from .sandbox import SandboxConfig, probe_host
+from .sandbox._launch import build_native
 from .types import ExecResult, Limits
 
 EXIT_OK, EXIT_USAGE, EXIT_SANDBOX = 0, 2, 3
@@ -180,9 +181,21 @@ def doctor(
     report = probe_host(cfg)
     missing = report.missing_mandatory()
     langs = _language_versions()
+    native = build_native() if cfg.launcher else None
+    fast_start = {
+        "launcher": native.launcher if native else None,
+        "library": native.library if native else None,
+    }
     if as_json:
         sys.stdout.write(
-            json.dumps({**report.to_dict(), "missing_mandatory": missing, "languages": langs})
+            json.dumps(
+                {
+                    **report.to_dict(),
+                    "missing_mandatory": missing,
+                    "languages": langs,
+                    "fast_start": fast_start,
+                }
+            )
             + "\n"
         )
         raise typer.Exit(EXIT_OK if not missing else EXIT_SANDBOX)
@@ -204,6 +217,11 @@ def doctor(
     row("seccomp", report.seccomp, True, report.seccomp_detail)
     row("Landlock", report.landlock_abi > 0, False, f"ABI {report.landlock_abi}")
     row("sandbox interpreter", report.python_ok, True, report.python)
+    for label, path in (
+        ("C launcher (executables start fast)", fast_start["launcher"]),
+        ("C set-up library (Python programs start fast)", fast_start["library"]),
+    ):
+        row(label, path is not None, False, path or "no C compiler: the Python fallback is used")
     console.print(table)
     lang_table = Table(title="Languages")
     lang_table.add_column("language")
