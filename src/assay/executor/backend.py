@@ -157,14 +157,16 @@ class _Describer:
             lang = languages.get(job.language).name
             toolchain = self._toolchain(lang)
             code = _code_bytes(job.code)
-            body = _canonical(
-                {
-                    "stdin": _code_bytes(job.stdin),
-                    "limits": _limits(job.limits),
-                    "files": [(p, d) for p, d in job.files],
-                    "collect": list(job.collect),
-                }
-            )
+            # Plain values only (bytes, str, numbers and tuples of them), whose repr is exact
+            # and unambiguous: cheaper than the canonical JSON form, run for every job.
+            body = repr(
+                (
+                    _code_bytes(job.stdin),
+                    tuple(getattr(job.limits, f) for f in _LIMIT_FIELDS),
+                    tuple((str(p), _code_bytes(d)) for p, d in job.files),
+                    tuple(str(c) for c in job.collect),
+                )
+            ).encode()
             key = hashlib.sha256(
                 b"run\0%s\0%s\0%s\0" % (lang.encode(), toolchain.encode(), code) + body
             ).hexdigest()

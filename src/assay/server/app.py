@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import inspect
 import json
 import logging
 import math
@@ -134,7 +135,15 @@ def create_app(
             if executor is None:
                 await asyncio.to_thread(ex.close)
 
+    # FastAPI's own OpenTelemetry hooks (0.16x) cost a context lookup per request; Assay
+    # exports its metrics to Prometheus itself.
+    quiet = (
+        {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+        if "telemetry" in inspect.signature(FastAPI.__init__).parameters
+        else {}
+    )
     app = FastAPI(
+        **quiet,  # type: ignore[arg-type]
         title="Assay",
         version=__version__,
         summary="Secure code execution and judging for RL training (SandboxFusion-compatible).",
