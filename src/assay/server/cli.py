@@ -38,7 +38,10 @@ def serve(
     from .app import create_app
 
     if workers == "auto":
-        slots = len(os.sched_getaffinity(0))
+        # One more than the CPUs: between two runs a slot spends a moment in the supervisor
+        # (result, re-arm) with its core otherwise idle; verdicts are CPU-time based, so the
+        # extra program sharing a core cannot change them.
+        slots = len(os.sched_getaffinity(0)) + 1
     else:
         slots = int(workers)
         if slots < 1:
@@ -71,7 +74,7 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8080,
     workers: Annotated[
-        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = CPUs.")
+        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = CPUs + 1.")
     ] = "auto",
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
