@@ -11,16 +11,14 @@ import json
 import select
 import socket
 import threading
-from importlib import resources
 from typing import Any
 
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
-from . import values
+from . import _trusted, values
 from .types import TestCase, TestResult, Verdict
 
-_SERVER = resources.files("assay.judge._inside").joinpath("callserver.py").read_bytes()
 _MAX_REPLY = 64 << 20
 
 
@@ -36,10 +34,11 @@ def call_values(
     """
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     box: list[ExecResult] = []
+    main, server = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
     req = RunRequest(
         "python",
-        ["/work/_assay_callserver.py", "/work/solution.py"],
-        [("_assay_callserver.py", _SERVER, 0o444), ("solution.py", code, 0o644)],
+        [main, "/work/solution.py"],
+        [server, ("solution.py", code, 0o644)],
         limits=limits,
         pass_fds=(inside.detach(),),
     )

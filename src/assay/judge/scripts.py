@@ -16,16 +16,13 @@ import os
 import socket
 import threading
 import warnings
-from importlib import resources
 
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
+from . import _trusted
 from .types import TestCase, TestResult, Verdict
 
-_PKG = resources.files("assay.judge._inside")
-_SERVER = _PKG.joinpath("callserver.py").read_bytes()
-_HARNESS = _PKG.joinpath("harness.py").read_bytes()
 _LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
 
 
@@ -86,10 +83,11 @@ def run_scripts(
     }
     sub_end, test_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     report_r, report_w = os.pipe()
+    server_main, server_file = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
     server = RunRequest(
         "python",
-        ["/work/_assay_callserver.py", "/work/solution.py"],
-        [("_assay_callserver.py", _SERVER, 0o444), ("solution.py", code, 0o644)],
+        [server_main, "/work/solution.py"],
+        [server_file, ("solution.py", code, 0o644)],
         limits=limits,
         pass_fds=(sub_end.detach(),),
     )
@@ -98,11 +96,12 @@ def run_scripts(
         wall_s=limits.effective_wall_s + 10,
         memory_mb=max(512, limits.memory_mb),
     )
+    harness_main, harness_file = _trusted.script(runner, _trusted.HARNESS, "_assay_harness")
     harness = RunRequest(
         "python",
-        ["/work/_assay_harness.py", "/work/_assay_spec.json"],
+        [harness_main, "/work/_assay_spec.json"],
         [
-            ("_assay_harness.py", _HARNESS, 0o444),
+            harness_file,
             ("_assay_spec.json", json.dumps(spec).encode(), 0o444),
         ],
         limits=harness_limits,

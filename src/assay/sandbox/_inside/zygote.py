@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 import traceback
+from importlib.util import MAGIC_NUMBER
 from typing import Any
 
 # Everything is imported now: after pivot_root the host's files are out of reach.
@@ -61,7 +62,11 @@ class Zygote:
     # -- start-up ---------------------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
         cfg = self.cfg
-        info: dict[str, Any] = {"pid": self.pid, "python": sys.version.split()[0]}
+        info: dict[str, Any] = {
+            "pid": self.pid,
+            "python": sys.version.split()[0],
+            "bytecode_magic": MAGIC_NUMBER.hex(),  # precompiled trusted scripts run here
+        }
         if cfg["userns"]:
             uid, gid = os.getuid(), os.getgid()
             linux.unshare(linux.CLONE_NEWUSER)
