@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -80,6 +81,22 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     return found
 
 
+def _under(pid: int, ancestor: int | None) -> bool:
+    """Whether ``ancestor`` is among ``pid``'s ancestors (now)."""
+    cur = pid
+    for _ in range(64):
+        try:
+            with open(f"/proc/{cur}/stat") as fh:
+                cur = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+        if cur == ancestor:
+            return True
+        if cur <= 1:
+            return False
+    return False
+
+
 def new_tag() -> str:
     """A process name unique to one test run (``comm`` holds at most 15 characters)."""
     return f"asy-{uuid.uuid4().hex[:11]}"
@@ -118,6 +135,13 @@ def leftovers(runner: Runner, tag: str) -> list[str]:
     tagged_pids = processes_named(tag)
     found = [f"pid {pid} of the run is still alive" for pid in tagged_pids]
     others = [pid for pid in sandbox_uid_processes(sandbox.zygote_pid) if pid not in tagged_pids]
+    orphans = [pid for pid in others if not _under(pid, sandbox.zygote_pid)]
+    if orphans:
+        # Not under this pool's fork server: an armed process of another pool (a parallel
+        # test worker) whose fork server was just killed is briefly re-parented like this
+        # while its namespace dies. One of this run would carry the tag or stay; recheck once.
+        time.sleep(0.3)
+        others = [pid for pid in others if pid not in orphans or os.path.exists(f"/proc/{pid}")]
     if len(others) > sandbox.idle_slots:
         found += [f"pid {pid} runs as uid {SANDBOX_UID}: {_cmdline(pid)[:80]!r}" for pid in others]
     return found

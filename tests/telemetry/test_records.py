@@ -160,7 +160,9 @@ kind, target, spool = sys.argv[1:4]
 if kind == "jsonl":
     writer = JsonlWriter(target, rotate_bytes=200_000)
 else:
-    writer = FsspecWriter(target, spool_dir=spool, rotate_bytes=200_000)
+    # No rotation before the kill: the open segment is then certainly left in the spool (a
+    # kill landing between an upload and the next segment's first write would leave none).
+    writer = FsspecWriter(target, spool_dir=spool, rotate_bytes=1 << 30)
 pad = "x" * 30_000
 i = 0
 while True:
