@@ -1,0 +1,33 @@
+"""The judge's trusted scripts go into the sandbox compiled when the sandbox's interpreter
+reads this interpreter's bytecode, and as source otherwise; verdicts are the same."""
+
+from __future__ import annotations
+
+import pytest
+from humaneval0 import PROBLEM, PROMPT, SOLUTION
+
+from assay import Runner
+from assay.judge import Judge, Submission, _trusted
+
+
+def test_compiled_when_the_magic_numbers_match(runner: Runner) -> None:
+    runner.run("pass")  # the fork server has reported its bytecode magic
+    argv0, (name, content, _mode) = _trusted.script(runner, _trusted.HARNESS, "_assay_harness")
+    assert argv0 == "/work/_assay_harness.pyc" and name == "_assay_harness.pyc"
+    assert content[:4] != _trusted.source(_trusted.HARNESS)[:4]
+
+
+@pytest.mark.parametrize("magic", ["same", "other"])
+def test_same_verdicts_compiled_or_as_source(
+    runner: Runner, monkeypatch: pytest.MonkeyPatch, magic: str
+) -> None:
+    runner.run("pass")
+    if magic == "other":  # e.g. a sandbox interpreter of another Python version
+        info = {**runner.sandbox.zygote_info, "bytecode_magic": "00000000"}
+        monkeypatch.setattr(type(runner.sandbox), "zygote_info", property(lambda self: info))
+        argv0, _ = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
+        assert argv0 == "/work/_assay_callserver.py"
+    judge = Judge(runner)
+    good = judge.judge(Submission(PROBLEM, PROMPT + SOLUTION))
+    bad = judge.judge(Submission(PROBLEM, PROMPT + "    return True\n"))
+    assert (good.verdict, bad.verdict) == ("accepted", "wrong_answer"), (good.reason, bad.reason)
