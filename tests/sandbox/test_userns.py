@@ -50,6 +50,12 @@ print(json.dumps({
 }))
 """
 
+#: An executable (bash), which starts from the C launcher: it must end up just as bare.
+EXEC_PROGRAM = r"""
+echo "$(id -u) $(id -g) $(grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' \
+  /proc/self/status | awk '{print $2}' | tr '\n' ' ')"
+"""
+
 SUPERVISOR = f"""
 import json, os
 import assay
@@ -68,6 +74,8 @@ out["insecure"] = sandbox.insecure
 with assay.Runner(sandbox=sandbox) as runner:
     out["run"] = runner.run({PROGRAM!r}).to_json_dict()
     out["spin"] = runner.run("while True: pass", limits=Limits(time_s=0.5)).to_json_dict()
+    out["exec"] = runner.run({EXEC_PROGRAM!r}, "bash").to_json_dict()
+    out["zygote"] = runner.sandbox.zygote_info
 print(json.dumps(out))
 """
 
@@ -179,3 +187,14 @@ def test_insecure_run_still_stops_a_spinning_program(outcome: dict[str, Any]) ->
     spin = outcome["spin"]
     assert spin["status"] == "time_limit", spin
     assert spin["wall_s"] < 10
+
+
+def test_executables_start_from_the_launcher_with_nothing_left(outcome: dict[str, Any]) -> None:
+    assert outcome["zygote"].get("launcher") is True, outcome["zygote"]
+    run = outcome["exec"]
+    assert run["status"] == "ok", run
+    uid, gid, *rest = run["stdout"].split()
+    assert (int(uid), int(gid)) == (UID, GID)
+    caps, no_new_privs, seccomp = rest[:5], rest[5], rest[6]
+    assert [int(c, 16) for c in caps] == [0] * 5, caps
+    assert (no_new_privs, seccomp) == ("1", "2")
