@@ -82,14 +82,9 @@ def recv_raw(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
     return data, list(fds)
 
 
-def pack_files(files: list[tuple[str, bytes, int]]) -> bytes:
-    """Archive ``(relative path, content, mode)`` entries: a JSON index line, then contents."""
-    index = [{"path": p, "size": len(c), "mode": m} for p, c, m in files]
-    head = json.dumps(index, separators=(",", ":")).encode()
-    return b"".join([str(len(head)).encode(), b"\n", head, *(c for _, c, _ in files)])
-
-
 def unpack_files(fd: int) -> list[tuple[str, bytes, int]]:
+    """The ``(path, content, mode)`` entries of a collected-files archive (a JSON index line,
+    then the contents; see ``rootfs.collect_files``)."""
     os.lseek(fd, 0, os.SEEK_SET)
     with os.fdopen(os.dup(fd), "rb") as fh:
         line = fh.readline()
