@@ -34,31 +34,15 @@ KILL = b'{"op":"kill"}'
 
 
 def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
-    data = json.dumps(obj, separators=(",", ":")).encode()
-    if fds:
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
-        sock.sendmsg([data], anc)
-    else:
-        sock.sendmsg([data])
+    send_raw(sock, json.dumps(obj, separators=(",", ":")).encode(), fds)
 
 
 def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     """Receive one message; ``(None, [])`` on EOF. Received fds are close-on-exec."""
-    fds = array.array("i")
-    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, _CLOEXEC)
-    for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - (len(payload) % fds.itemsize)
-            fds.frombytes(payload[:usable])
-    if not data:
-        for fd in fds:
-            os.close(fd)
-        return None, []
-    if flags & _TRUNCATED:
-        for fd in fds:
-            os.close(fd)
+    data, fds, truncated = _recvmsg(sock, 0)
+    if truncated:
         raise ValueError("truncated control message")
-    return json.loads(data), list(fds)
+    return (json.loads(data) if data else None), fds
 
 
 def send_raw(sock: socket.socket, data: bytes, fds: list[int] | tuple[int, ...] = ()) -> None:
@@ -70,16 +54,24 @@ def send_raw(sock: socket.socket, data: bytes, fds: list[int] | tuple[int, ...] 
 
 def recv_raw(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
     """One message, unparsed, and its fds (close-on-exec); ``b""`` at EOF or if truncated."""
+    data, fds, _truncated = _recvmsg(sock, flags)
+    return data, fds
+
+
+def _recvmsg(sock: socket.socket, flags: int) -> tuple[bytes, list[int], bool]:
+    """``(data, fds, truncated)``; at EOF or truncation no fd is kept open (and data is
+    ``b""``)."""
     fds = array.array("i")
-    data, anc, flags, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, _CLOEXEC | flags)
+    data, anc, got, _ = sock.recvmsg(MAX_MSG, _CMSG_SPACE, _CLOEXEC | flags)
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    if not data or flags & _TRUNCATED:
+    truncated = bool(data) and bool(got & _TRUNCATED)
+    if not data or truncated:
         for fd in fds:
             os.close(fd)
-        return b"", []
-    return data, list(fds)
+        return b"", [], truncated
+    return data, list(fds), False
 
 
 def unpack_files(fd: int) -> list[tuple[str, bytes, int]]:
