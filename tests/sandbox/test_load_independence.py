@@ -32,8 +32,12 @@ print(work({n}))
 """
 
 
+RUNS: list[str] = []  # every run's status, CPU and wall time, for the failure message
+
+
 def _cpu(runner: Runner, n: int) -> tuple[str, float, bytes]:
     r = runner.run(WORKLOAD.format(n=n), limits=Limits(time_s=1))
+    RUNS.append(f"{r.status} {r.cpu_s:.3f} s CPU {r.wall_s:.2f} s wall")
     return r.status, r.cpu_s, r.stdout
 
 
@@ -58,6 +62,7 @@ def _calibrate(runner: Runner) -> int:
 
 @pytest.mark.slow
 def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
+    RUNS.clear()
     n = _calibrate(runner)
     alone_status, alone_cpu, alone_out = _measure(runner, n)
     assert alone_status == ["ok"] * REPEAT
@@ -88,7 +93,7 @@ def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
 
     assert busy_status == ["ok"] * REPEAT, (
         f"load flipped the verdict: {busy_status} with {busy_cpu:.3f} s CPU "
-        f"(alone: {alone_cpu:.3f} s), {busy_wall:.2f} s wall per run"
+        f"(alone: {alone_cpu:.3f} s), {busy_wall:.2f} s wall per run; runs: {RUNS}"
     )
     assert busy_out == alone_out
     # CPU time itself is not load-free on shared cores (hyperthread and cache contention

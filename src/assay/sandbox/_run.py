@@ -26,6 +26,10 @@ KILL_GRACE_S = 2.0
 WALL_STRETCH = 4.0
 #: CPU share (of one core) that counts as "still computing" at the wall backstop.
 COMPUTING_SHARE = 0.02
+#: The share is measured over at least this much recent wall time. On a loaded host a
+#: computing program gets the CPU in slices of a few ms with long gaps between them, so a
+#: shorter window (one poll interval) can see zero CPU and take it for a sleeper.
+COMPUTING_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,31 @@ class _Capture:
 
     def value(self) -> bytes:
         return b"".join(self.chunks)
+
+
+class _CpuWindow:
+    """CPU use over the last :data:`COMPUTING_WINDOW_S` to ``2 *`` that of wall time.
+
+    Two reference samples are kept: the newest one at least a window old is the base, so the
+    measured span is never shorter than one window, whatever the poll timing.
+    """
+
+    __slots__ = ("base", "last", "mark")
+
+    def __init__(self, started: float) -> None:
+        self.base = (started, 0.0)
+        self.mark = (started, 0.0)
+        self.last = (started, 0.0)
+
+    def add(self, at: float, cpu: float) -> None:
+        self.last = (at, cpu)
+        if at - self.mark[0] >= COMPUTING_WINDOW_S:
+            self.base, self.mark = self.mark, (at, cpu)
+
+    def share(self) -> float:
+        """CPU seconds per wall second between the base sample and the newest one."""
+        span = self.last[0] - self.base[0]
+        return (self.last[1] - self.base[1]) / span if span > 0 else 0.0
 
 
 class Supervision:
@@ -127,7 +156,7 @@ class Supervision:
         # to WALL_STRETCH times the limit, so load cannot turn into a verdict. An explicit
         # wall_s is enforced as given.
         hard_wall = wall_limit if limits.wall_s is not None else wall_limit * WALL_STRETCH
-        last_cpu, last_cpu_at = 0.0, self.started
+        window = _CpuWindow(self.started)
 
         def stop(reason: KillReason) -> None:
             if self.kill_reason is None:
@@ -143,12 +172,12 @@ class Supervision:
                     if self.kill_reason is None:
                         elapsed = now - self.started
                         if elapsed > wall_limit and (
-                            elapsed > hard_wall or not self._computing(last_cpu, last_cpu_at, now)
+                            elapsed > hard_wall or not self._computing(window, now)
                         ):
                             stop("wall")
                         elif self.cg is not None and now >= next_cpu_check:
                             cpu_used = self.cg.cpu_seconds()
-                            last_cpu, last_cpu_at = cpu_used, now
+                            window.add(now, cpu_used)
                             if cpu_used > limits.time_s:
                                 stop("time")
                             # CPU grows at most ncpu seconds per wall second: sleep until
@@ -199,15 +228,16 @@ class Supervision:
                 poller.unregister(fd)
         return self._result()
 
-    def _computing(self, last_cpu: float, last_at: float, now: float) -> bool:
-        """Whether the program used a meaningful share of a CPU since the last sample."""
-        if self.cg is None or now - last_at > 1.0:
+    def _computing(self, window: _CpuWindow, now: float) -> bool:
+        """Whether the program used a meaningful share of a CPU in the recent window."""
+        if self.cg is None:
             return False
         try:
             cpu = self.cg.cpu_seconds()
         except (OSError, ValueError):
             return False
-        return (cpu - last_cpu) >= COMPUTING_SHARE * max(now - last_at, 0.001)
+        window.add(now, cpu)
+        return window.share() >= COMPUTING_SHARE
 
     def _on_program_message(self, sock: socket.socket) -> bool:
         """The program process's last words before it runs untrusted code; True at EOF."""
