@@ -96,6 +96,10 @@ PYTHON_PREIMPORT: tuple[str, ...] = (
     "copy",
 )
 
+#: A run's cgroup serves a later run only if the run left at most this much charged to it
+#: (dentries, page cache, the kernel's per-CPU pre-charge); cgroup v1 only.
+CGROUP_REUSE_MAX_BYTES = 1 << 20
+
 #: How often (at most) the supervisor samples a run's CPU time, in seconds. The actual
 #: interval adapts to the remaining budget, so a run is stopped within this of its limit.
 CPU_POLL_MAX_S = 0.05

@@ -11,6 +11,7 @@ import signal
 import socket
 import threading
 
+from .. import defaults
 from ._inside import wire
 from ._zygote import ZygoteProcess
 from .cgroups import CgroupBackend, CgroupLimits, RunCgroup
@@ -204,10 +205,11 @@ def _message(data: bytes, default: str) -> str:
 
 
 class CgroupPool:
-    """Fresh cgroups made ahead of need, and old ones removed, on a background thread.
+    """Cgroups made ahead of need, checked for reuse, and removed, on a background thread.
 
     Creating and removing a memory cgroup costs the kernel real work; doing it here keeps
-    it off every run's critical path.
+    it off every run's critical path, and reusing cgroups whose runs ended cleanly
+    (``RunCgroup.recyclable``) saves most of it.
     """
 
     def __init__(self, backend: CgroupBackend, limits: CgroupLimits, spare: int) -> None:
@@ -216,6 +218,7 @@ class CgroupPool:
         self.spare = spare
         self._ready: collections.deque[RunCgroup] = collections.deque()
         self._dispose: collections.deque[RunCgroup] = collections.deque()
+        self._recycle: collections.deque[RunCgroup] = collections.deque()
         self._cv = threading.Condition()
         self._closed = False
         self._stuck: list[RunCgroup] = []  # busy at removal; retried
@@ -238,6 +241,12 @@ class CgroupPool:
             self._dispose.append(cg)
             self._cv.notify()
 
+    def release(self, cg: RunCgroup, reuse: bool) -> None:
+        """A run is over: check ``cg`` for another run if ``reuse``, else remove it."""
+        with self._cv:
+            (self._recycle if reuse else self._dispose).append(cg)
+            self._cv.notify()
+
     def _work(self) -> None:
         retry: list[RunCgroup] = []
         while True:
@@ -245,6 +254,7 @@ class CgroupPool:
                 while (
                     not self._closed
                     and not self._dispose
+                    and not self._recycle
                     and len(self._ready) >= self.spare
                     and not retry
                 ):
@@ -253,6 +263,16 @@ class CgroupPool:
                     return
                 todo = list(self._dispose)
                 self._dispose.clear()
+                used = list(self._recycle)
+                self._recycle.clear()
+            for cg in used:
+                if self._reusable(cg):
+                    with self._cv:
+                        if len(self._ready) < 2 * self.spare:
+                            self._ready.append(cg)
+                            continue
+                todo.append(cg)
+            with self._cv:
                 need = self.spare - len(self._ready)
             retry = [cg for cg in retry + todo if not _remove(cg)]
             self._stuck = list(retry)
@@ -267,14 +287,22 @@ class CgroupPool:
                 with self._cv:
                     self._cv.wait(0.05)
 
+    @staticmethod
+    def _reusable(cg: RunCgroup) -> bool:
+        try:
+            return cg.recyclable(defaults.CGROUP_REUSE_MAX_BYTES)
+        except (OSError, ValueError):
+            return False
+
     def close(self) -> None:
         with self._cv:
             self._closed = True
             self._cv.notify()
         self._thread.join(timeout=5)
-        leftovers = list(self._ready) + list(self._dispose) + self._stuck
+        leftovers = list(self._ready) + list(self._dispose) + list(self._recycle) + self._stuck
         self._ready.clear()
         self._dispose.clear()
+        self._recycle.clear()
         for cg in leftovers:
             _remove(cg)
 

@@ -1,8 +1,17 @@
 """Per-run control groups: memory (swap counted), pids and CPU, on cgroup v1 or v2.
 
-One interface, two kernels' worth of files. Every run gets a fresh cgroup under a session
+One interface, two kernels' worth of files. Every run gets its own cgroup under a session
 directory named after the supervisor process (``s<pid>-<start time>``), so a supervisor
 killed with SIGKILL leaves a directory that the next start recognises as stale and removes.
+
+On v1 a cgroup whose run ended cleanly is used again by a later run (``recyclable``): it
+must be empty, never have OOM-killed, and hold at most ``CGROUP_REUSE_MAX_BYTES`` (what the
+run left charged: dentries, page cache, the kernel's per-CPU batch of pre-charged pages;
+typically 0.1 MiB). That much may show in the next run's peak memory, which a fresh
+cgroup's peak already varies by (it counts the kernel's batch too). Creating and removing
+a memory cgroup costs the kernel more than a whole run's bookkeeping: reuse saves ~0.9 ms
+of latency per run here. v2 cgroups are not reused: their CPU, peak and OOM counters
+cannot all be reset on every kernel.
 """
 
 from __future__ import annotations
@@ -60,6 +69,10 @@ class RunCgroup(Protocol):
 
     def kill_all(self) -> None: ...
 
+    def recyclable(self, max_bytes: int) -> bool:
+        """Whether this cgroup, its run over, can serve another run (and is reset for it):
+        no process in it, no OOM kill ever, at most ``max_bytes`` still charged."""
+
     def destroy(self) -> bool:
         """Remove the cgroup; False when the kernel still holds it (retried later)."""
 
@@ -101,6 +114,8 @@ class _V1Run:
         self._peak = os.path.join(mem, "memory.max_usage_in_bytes")
         self._memsw_peak = os.path.join(mem, "memory.memsw.max_usage_in_bytes")
         self._oom = os.path.join(mem, "memory.oom_control")
+        self._usage = os.path.join(mem, "memory.usage_in_bytes")
+        self._tasks = os.path.join(dirs["pids"], "pids.current")
         self._procs = [os.path.join(d, "cgroup.procs") for d in dirs.values()]
         self._written: CgroupLimits | None = None  # a new cgroup starts unlimited
         self.files = _Fds()
@@ -163,6 +178,14 @@ class _V1Run:
 
     def kill_all(self) -> None:
         _kill_procs(os.path.join(self.dirs["pids"], "cgroup.procs"))
+
+    def recyclable(self, max_bytes: int) -> bool:
+        if int(self.files.read(self._tasks)) != 0 or self.oom_killed():
+            return False
+        if int(self.files.read(self._usage)) > max_bytes:
+            return False
+        _write(os.path.join(self.dirs["memory"], "memory.failcnt"), "0")
+        return True
 
     def destroy(self) -> bool:
         self.files.close()
@@ -303,6 +326,9 @@ class _V2Run:
             key, _, value = line.partition(" ")
             if key in ("oom_kill", "oom_group_kill") and int(value) > 0:
                 return True
+        return False
+
+    def recyclable(self, max_bytes: int) -> bool:
         return False
 
     def kill_all(self) -> None:

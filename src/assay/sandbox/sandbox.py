@@ -397,7 +397,7 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             if cg is not None and self._cg_pool is not None:
-                self._cg_pool.dispose(cg)
+                self._cg_pool.release(cg, reuse=reusable)
             slot.cg = None
             slot.end_run()
             # Synchronous on purpose: when a run returns, a slot that is not kept is already
