@@ -152,3 +152,72 @@ def test_one_failing_program_does_not_affect_others(server: object, client: http
     assert bodies[1]["status"] == "Failed"
     assert bodies[2]["run_result"]["status"] == "TimeLimitExceeded"
     assert bodies[3]["run_result"]["stdout"] == "2\n"
+
+
+FAST_PATH_CASES = [
+    {"code": "print(input()[::-1])", "language": "python", "stdin": "abc\n"},
+    {"code": "import sys\nprint('x', file=sys.stderr)\nsys.exit(3)", "language": "python"},
+    {"code": "while True: pass", "language": "python", "run_timeout": 1},
+    {
+        "code": "open('out.txt', 'w').write(open('in.txt').read() * 2)",
+        "language": "python",
+        "files": {"in.txt": base64.b64encode(b"ab").decode()},
+        "fetch_files": ["out.txt"],
+    },
+    {"code": "echo $((6 * 7))", "language": "bash"},
+]
+
+
+def _comparable(body: dict) -> dict:  # type: ignore[type-arg]
+    run = body.get("run_result") or {}
+    return {**body, "run_result": {k: v for k, v in run.items() if k != "execution_time"}}
+
+
+@pytest.mark.parametrize("payload", FAST_PATH_CASES, ids=lambda p: p["code"][:20])
+def test_fast_path_answers_exactly_as_the_route(
+    client: httpx.Client,
+    monkeypatch: pytest.MonkeyPatch,
+    payload: dict,  # type: ignore[type-arg]
+) -> None:
+    from assay.server import sandboxfusion
+
+    answered: list[bool] = []
+    original = sandboxfusion.run_code_fast
+
+    async def recording(*args: object) -> bool:
+        answered.append(await original(*args))  # type: ignore[arg-type]
+        return answered[-1]
+
+    monkeypatch.setattr(sandboxfusion, "run_code_fast", recording)
+    fast = client.post("/run_code", json=payload)
+    assert answered == [True], "the fast path did not answer"
+
+    async def declined(*args: object) -> bool:
+        return False
+
+    monkeypatch.setattr(sandboxfusion, "run_code_fast", declined)
+    routed = client.post("/run_code", json=payload)
+    assert fast.status_code == routed.status_code == 200
+    assert fast.headers["content-type"] == routed.headers["content-type"]
+    assert _comparable(fast.json()) == _comparable(routed.json())
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"code": "print(1)"},  # language missing
+        {"code": "print(1)", "language": "cobol"},
+        {"code": "print(1)", "language": "python", "run_timeout": -1},
+        {"code": "print(1)", "language": "python", "files": {"../x": "AA=="}},
+    ],
+)
+def test_bad_requests_get_the_routes_errors(client: httpx.Client, payload: dict) -> None:  # type: ignore[type-arg]
+    r = client.post("/run_code", json=payload)
+    assert r.status_code == 422, r.text
+    assert set(r.json()) == {"field", "message"}
+
+
+def test_non_json_bodies_get_the_routes_errors(client: httpx.Client) -> None:
+    r = client.post("/run_code", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert set(r.json()) == {"field", "message"}

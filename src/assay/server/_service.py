@@ -142,5 +142,13 @@ def caller(request: Request) -> str:
     return request.client.host if request.client is not None else "http"
 
 
+def caller_of(headers: dict[bytes, bytes], client: tuple[str, int] | None) -> str:
+    """:func:`caller` from raw ASGI headers (lower-cased names) and client."""
+    name = headers.get(b"x-assay-caller")
+    if name:
+        return name.decode("latin-1")[:64]
+    return client[0] if client else "http"
+
+
 #: The service, as a route parameter.
 Svc = Annotated[Service, Depends(service)]
