@@ -176,7 +176,10 @@ class LocalExecutor:
         self._closed = False
         self._wake = threading.Condition(self._lock)
         if isinstance(self.backend, SandboxBackend):
-            self.backend.runner.sandbox.warm_up(self.slots)
+            # Two armed sandboxes per slot: a slot that just finished a run re-arms in the
+            # background while the worker takes the other, so a burst finds them ready.
+            sandbox = self.backend.runner.sandbox
+            sandbox.warm_up(min(2 * self.slots, sandbox.pool_size))
         self._workers = [
             threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
             for i in range(self.slots)

@@ -38,10 +38,12 @@ def serve(
     from .app import create_app
 
     if workers == "auto":
-        # One more than the CPUs: between two runs a slot spends a moment in the supervisor
-        # (result, re-arm) with its core otherwise idle; verdicts are CPU-time based, so the
-        # extra program sharing a core cannot change them.
-        slots = len(os.sched_getaffinity(0)) + 1
+        # Two per CPU: each run hands off between the event loop, its supervisor thread
+        # (one interpreter lock for all) and three sandbox processes, so a slot leaves its
+        # core idle for part of every run. At concurrency 8 on 2 CPUs, 4 slots served ~9 %
+        # more requests than 3 (benchmarks/server_load.py). Verdicts are CPU-time based, so
+        # programs sharing a core cannot change them.
+        slots = 2 * len(os.sched_getaffinity(0))
     else:
         slots = int(workers)
         if slots < 1:
@@ -74,7 +76,7 @@ def serve_command(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8080,
     workers: Annotated[
-        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = CPUs + 1.")
+        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = 2 per CPU.")
     ] = "auto",
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
