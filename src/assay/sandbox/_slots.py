@@ -237,9 +237,7 @@ class CgroupPool:
         return cg if cg is not None else self.backend.create(self.limits)
 
     def dispose(self, cg: RunCgroup) -> None:
-        with self._cv:
-            self._dispose.append(cg)
-            self._cv.notify()
+        self.release(cg, reuse=False)
 
     def release(self, cg: RunCgroup, reuse: bool) -> None:
         """A run is over: check ``cg`` for another run if ``reuse``, else remove it."""

@@ -86,7 +86,7 @@ class _Gate:
         if (
             scope["path"] == "/run_code"
             and scope["method"] == "POST"
-            and await sandboxfusion.run_code_fast(scope, body, send)
+            and await sandboxfusion.run_code_fast(scope, headers, body, send)
         ):
             return
         sent = False

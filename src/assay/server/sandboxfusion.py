@@ -139,17 +139,17 @@ async def run_code(body: RunCodeRequest, request: Request, svc: Svc) -> RunCodeR
     return _answer(await svc.run_one(job, caller=caller(request)), job.language)
 
 
-async def run_code_fast(scope: Scope, body: bytes, send: Send) -> bool:
+async def run_code_fast(scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send) -> bool:
     """``POST /run_code`` without the framework: the same models, conversions and service,
     for the request shape trainers send thousands of times a step. FastAPI's routing,
     dependency and response-validation layers cost about as much CPU per request as a
     sandboxed ``print(1)``, all of it on the event loop.
 
-    Returns False, having sent nothing, for anything but a valid request the service
-    accepts (bad JSON or fields, queue full, no service yet): the regular route then
-    answers it, with its usual errors. Once the job is queued, this answers it.
+    ``headers`` are the request's, as a dict of lower-cased names. Returns False, having
+    sent nothing, for anything but a valid request the service accepts (bad JSON or
+    fields, queue full, no service yet): the regular route then answers it, with its usual
+    errors. Once the job is queued, this answers it.
     """
-    headers = dict(scope["headers"])
     if not headers.get(b"content-type", b"").startswith(b"application/json"):
         return False
     svc = getattr(getattr(scope.get("app"), "state", None), "service", None)

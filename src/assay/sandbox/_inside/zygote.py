@@ -110,7 +110,8 @@ class Zygote:
             except Exception:
                 pass
         pyrun.prebuild_streams()
-        # A first compile here, with a run's file name, so runs find what it sets up.
+        # A first compile here, with a run's file name: a run's compile then finds the
+        # compiler's lazily made state, and that name interned, already in the image.
         compile("print(1)\n", cfg["workdir"] + "/main.py", "exec", dont_inherit=True)
         info["interned_headroom"] = make_intern_headroom()
         gc.collect()
