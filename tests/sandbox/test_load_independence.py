@@ -98,8 +98,10 @@ def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
     assert busy_out == alone_out
     # CPU time itself is not load-free on shared cores (hyperthread and cache contention
     # inflated it by up to ~50 % here), so the claim is about the verdict: the program stays
-    # inside its 1 s budget with margin, and it is not charged for the hogs' time.
-    assert busy_cpu <= 1.6 * alone_cpu and busy_cpu < 1.0, (
+    # inside its 1 s budget with margin, and it is not charged for the hogs' time (that would
+    # be ~9x). Beside a busy test suite (make test runs two workers) even the "alone" runs
+    # share the CPU: busy/alone ratios of 0.82 to 1.45 were measured over 8 runs, hence 2x.
+    assert busy_cpu <= 2.0 * alone_cpu and busy_cpu < 1.0, (
         f"CPU time under load {busy_cpu:.3f} s vs {alone_cpu:.3f} s alone; runs: {RUNS}"
     )
     assert busy_wall > 2 * alone_cpu, (
