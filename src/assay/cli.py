@@ -295,6 +295,15 @@ def eval_(
         bool,
         typer.Option("--cache/--no-cache", help="Judge identical samples once (default on)."),
     ] = True,
+    stop_on_failure: Annotated[
+        bool,
+        typer.Option(
+            "--stop-on-failure/--all-tests",
+            help="End a sample's judging at its first failed test, as an assert-style check "
+            "does: same verdicts and rewards, less time on wrong samples; 'passed' then counts "
+            "the tests before the failure (default: all tests).",
+        ),
+    ] = False,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
@@ -330,6 +339,7 @@ def eval_(
                 cache=cache,
                 on_start=on_start,
                 language=language,
+                stop_on_failure=stop_on_failure,
             )
     except ValidationError as exc:
         err_console.print(f"[red]error:[/] {exc}")

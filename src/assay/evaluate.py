@@ -74,11 +74,14 @@ def evaluate(
     cache: bool = True,
     on_start: Callable[[int], None] | None = None,
     language: str | None = None,
+    stop_on_failure: bool = False,
 ) -> list[dict[str, Any]]:
     """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample as it ends.
 
     ``records`` is where execution records go (a directory, an fsspec URL, or ``"off"``);
-    ``on_start`` gets the number of samples once they are read.
+    ``on_start`` gets the number of samples once they are read. With ``stop_on_failure`` a
+    sample's judging ends at its first failed test: verdicts and rewards are the same, and
+    ``passed`` counts the tests that passed before it.
     """
     own = runner is None
     runner = runner or Runner()
@@ -103,6 +106,7 @@ def evaluate(
                     for s in samples
                 ],
                 caller="assay-eval",
+                stop_on_failure=stop_on_failure,
             )
             for result in handle:
                 s = samples[result.index]

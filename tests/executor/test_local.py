@@ -67,6 +67,19 @@ def test_identical_submissions_run_once() -> None:
         assert len(fn.calls) == 2
 
 
+def test_a_stop_on_failure_result_only_serves_the_same_request() -> None:
+    # It lacks the tests after the first failure, so an all-tests request must run again.
+    fn = Counting()
+    p = problem("p", tests=3)
+    with executor(fn) as ex:
+        ex.run([Submission(p, "x")], stop_on_failure=True)
+        assert not ex.run([Submission(p, "x")])[0].cache_hit
+        assert len(fn.calls) == 2
+        assert ex.run([Submission(p, "x")], stop_on_failure=True)[0].cache_hit
+        assert ex.run([Submission(p, "x")])[0].cache_hit
+        assert len(fn.calls) == 2
+
+
 def test_cache_off_runs_every_job() -> None:
     fn = Counting()
     with executor(fn, cache=False) as ex:

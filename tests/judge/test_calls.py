@@ -89,3 +89,89 @@ def test_time_limit_marks_remaining_calls(judge: Judge) -> None:
     )
     assert [t.verdict for t in j.tests] == ["accepted", "time_limit"]
     assert j.verdict == "time_limit"
+
+
+# A first test answered wrongly, then a loop on the second: as ``check`` stops at its first
+# failed assert, a judge told to stop at the first failure must never make the second call.
+WRONG_THEN_LOOP = "def f(x):\n    if x == 2:\n        while True: pass\n    return x + 1\n"
+
+
+def test_stop_on_failure_never_makes_the_later_calls(judge: Judge) -> None:
+    problem = Problem("ff", [_call("f", [1], 1), _call("f", [2], 2)], limits=Limits(time_s=2))
+    j = judge.judge(Submission(problem, WRONG_THEN_LOOP), stop_on_failure=True)
+    assert [t.verdict for t in j.tests] == ["wrong_answer"]
+    assert (j.verdict, j.reward, j.passed) == ("wrong_answer", 0.0, 0)
+    # Without it every test runs: the second one into the time limit.
+    j = judge.judge(Submission(problem, WRONG_THEN_LOOP))
+    assert [t.verdict for t in j.tests] == ["wrong_answer", "time_limit"]
+    assert j.verdict == "wrong_answer"
+
+
+def test_stop_on_failure_runs_everything_when_all_pass(judge: Judge) -> None:
+    j = judge.judge(Submission(SQUARES, "def sq(x):\n    return x * x\n"), stop_on_failure=True)
+    assert (j.verdict, j.passed, j.total) == ("accepted", 3, 3)
+
+
+def _op(fn: str, args: list[object], op: str, expected: object = None, **kw: object) -> TestCase:
+    return _call(fn, args, expected, python_op=op, **kw)
+
+
+ASSERTIONS = Problem(
+    "assertions",
+    [
+        _op("even", [2], "truthy"),
+        _op("even", [3], "falsy"),
+        _op("third", [1.0], "abs<", 1 / 3, tol=1e-6),
+        _op("third", [3], "abs<=", 1, tol=0),
+        _op("rev", [[1, 2, 3]], "==", (3, 2, 1), convert="tuple"),
+        _op("even", [4], "is", True),
+    ],
+    limits=Limits(time_s=2),
+)
+GOOD = (
+    "def even(x):\n    return x % 2 == 0\n"
+    "def third(x):\n    return x / 3\n"
+    "def rev(xs):\n    return reversed(xs)\n"  # an iterator: materialised, then tuple()
+)
+
+
+def test_assertion_forms_accept_a_correct_solution(judge: Judge) -> None:
+    j = judge.judge(Submission(ASSERTIONS, GOOD))
+    assert j.verdict == "accepted", j.reason
+
+
+@pytest.mark.parametrize(
+    ("code", "failing"),
+    [
+        # truthiness decided by the submission's own object: never trusted
+        ("class T:\n    def __bool__(self): return True\ndef even(x):\n    return T()\n", 0),
+        # an answer the assertion cannot even compute on (abs of a string) fails, not crashes
+        ("def third(x):\n    return 'x'\n", 2),
+        # a submission's own ``abs`` or ``tuple`` does not reach the trusted assertion
+        ("def abs(x):\n    return 0\ndef third(x):\n    return 99.0\n", 2),
+        ("tuple = lambda x: (3, 2, 1)\ndef rev(xs):\n    return xs\n", 4),
+        # NaN is never within a tolerance
+        ("def third(x):\n    return float('nan')\n", 2),
+        # ``is True`` needs the bool, not an equal int
+        ("def even(x):\n    return 1 if x % 2 == 0 else 0\n", 5),
+    ],
+)
+def test_assertion_forms_reject_wrong_and_gamed_answers(
+    judge: Judge, code: str, failing: int
+) -> None:
+    j = judge.judge(Submission(ASSERTIONS, GOOD + code))
+    assert j.verdict != "accepted"
+    assert j.tests[failing].verdict != "accepted", j.tests[failing]
+
+
+def test_unknown_assertion_is_a_validation_error(judge: Judge) -> None:
+    from assay.errors import ValidationError
+
+    bad = Problem("bad", [_op("f", [1], "approx", 1)])
+    with pytest.raises(ValidationError) as info:
+        judge.judge(Submission(bad, "def f(x): return x\n"))
+    assert info.value.field == "tests[0].options.python_op"
+    bad = Problem("bad", [_op("f", [1], "abs<", 1, tol="small")])
+    with pytest.raises(ValidationError) as info:
+        judge.judge(Submission(bad, "def f(x): return x\n"))
+    assert info.value.field == "tests[0].options.tol"

@@ -52,6 +52,25 @@ def test_mbpp_style_asserts_and_setup(judge: Judge) -> None:
     assert [t.verdict for t in j.tests] == ["accepted", "accepted", "accepted", "wrong_answer"]
 
 
+def test_stop_on_failure_ends_the_harness_at_the_first_failed_test(judge: Judge) -> None:
+    problem = Problem(
+        "mbpp-like-loop",
+        [
+            TestCase(kind="script", code="assert add(1, 2) == 3"),
+            TestCase(kind="script", code="assert add(2, 2) == 5"),
+            TestCase(kind="script", code="assert add(0, 0) == 0"),  # the program loops here
+        ],
+        limits=Limits(time_s=1),
+    )
+    code = "def add(a, b):\n    while a == 0: pass\n    return a + b\n"
+    j = judge.judge(Submission(problem, code), stop_on_failure=True)
+    assert [t.verdict for t in j.tests] == ["accepted", "wrong_answer"]
+    assert j.verdict == "wrong_answer"
+    j = judge.judge(Submission(problem, code))
+    assert [t.verdict for t in j.tests] == ["accepted", "wrong_answer", "time_limit"]
+    assert j.verdict == "wrong_answer"
+
+
 def test_unparsable_or_hostile_source_is_a_runtime_error(judge: Judge) -> None:
     for code in (PROMPT + "    return (\n", "x = " + "(" * 100_000 + ")" * 100_000):
         j = judge.judge(Submission(PROBLEM, code))

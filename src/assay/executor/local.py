@@ -64,6 +64,9 @@ class _Job:
     info: JobInfo
     stop_on_failure: bool
     subs: list[_Sub]
+    #: The cache and dedup key: the job's content, and whether it stops at a failure (such
+    #: a result lacks the tests after the failure, so it only stands for the same request).
+    key: str = ""
     parts: list[tuple[list[int], Job]] | None = None
     results: dict[int, Execution] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
@@ -232,7 +235,7 @@ class LocalExecutor:
             fresh: dict[str, _Job] = {}
             for i, (job, info) in enumerate(zip(jobs, infos, strict=True)):
                 sub = _Sub(handle, i, caller, priority, deadline_at, now, mono, False)
-                key = info.cache_key
+                key = info.cache_key + ("/stop" if stop_on_failure else "")
                 cached = self.cache.get(key) if self.cache is not None else None
                 if cached is not None:
                     hits.append((sub, info, cached))
@@ -246,7 +249,7 @@ class LocalExecutor:
                     twin.subs.append(sub)
                     entries.append(twin)
                     continue
-                j = _Job(self._new_id(), job, info, stop_on_failure, [sub])
+                j = _Job(self._new_id(), job, info, stop_on_failure, [sub], key=key)
                 fresh[key] = j
                 new_jobs.append(j)
                 entries.append(j)
@@ -394,8 +397,8 @@ class LocalExecutor:
             if job.parts is not None and len(job.results) < len(job.parts):
                 return
             job.done = True
-            if self._inflight.get(job.info.cache_key) is job:
-                del self._inflight[job.info.cache_key]
+            if self._inflight.get(job.key) is job:
+                del self._inflight[job.key]
             subs = list(job.subs)
         if job.parts is not None:
             ex = self.backend.merge(
@@ -403,7 +406,7 @@ class LocalExecutor:
             )
         if ex.verdict != "sandbox_error":
             if self.cache is not None:
-                self.cache.put(job.info.cache_key, ex)
+                self.cache.put(job.key, ex)
             self.estimator.observe(job.info.estimate_keys, job.work_s, job.info.size)
         for sub in subs:
             self._deliver(
@@ -514,8 +517,8 @@ class LocalExecutor:
                 ended_subs += [(s, j) for s in mine]
                 if not j.subs:
                     orphans += j.tasks
-                    if self._inflight.get(j.info.cache_key) is j:
-                        del self._inflight[j.info.cache_key]
+                    if self._inflight.get(j.key) is j:
+                        del self._inflight[j.key]
         self.queue.discard(orphans)
         why = "the batch deadline passed" if outcome == "deadline" else "the batch was cancelled"
         now = time.monotonic()

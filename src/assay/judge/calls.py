@@ -11,6 +11,7 @@ import json
 import select
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..runner import Runner
@@ -24,13 +25,22 @@ _MAX_REPLY = 64 << 20
 
 Reply = tuple[bool, Any]  # (True, plain value) or (False, error message)
 
+#: Assertions a call test may carry in ``options["python_op"]`` (see ``_assertion``).
+PYTHON_OPS = ("==", "is", "truthy", "falsy", "abs<", "abs<=")
+
 
 def call_values(
-    runner: Runner, code: bytes, calls: list[tuple[str, list[Any]]], limits: Limits
+    runner: Runner,
+    code: bytes,
+    calls: list[tuple[str, list[Any]]],
+    limits: Limits,
+    keep_going: Callable[[int, Reply], bool] | None = None,
 ) -> tuple[list[Reply], ExecResult]:
     """Call ``fn(*args)`` for each ``(fn, args)`` in one sandbox run of ``code``.
 
-    Returns the replies received (fewer than asked if the program died) and the run.
+    Returns the replies received (fewer than asked if the program died, or if
+    ``keep_going(i, reply)`` returned False for reply ``i``: then no later call is made, and
+    the program ends as soon as it has read the end of its requests) and the run.
     """
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     box: list[ExecResult] = []
@@ -57,6 +67,8 @@ def call_values(
             if line is None:
                 break
             replies.append(_parse(line))
+            if keep_going is not None and not keep_going(len(replies) - 1, replies[-1]):
+                break
     finally:
         host.close()
         worker.join()
@@ -79,15 +91,28 @@ def _parse(line: bytes) -> Reply:
 
 
 def run_calls(
-    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
+    runner: Runner,
+    code: bytes,
+    tests: list[tuple[int, TestCase]],
+    limits: Limits,
+    stop_on_failure: bool = False,
 ) -> list[TestResult]:
+    """One result per test; with ``stop_on_failure``, none for the tests after the first
+    failure, which are never called (as an assert-style ``check`` stops at its first failed
+    assert, so a program that would loop forever on a later test is not kept running)."""
     calls = [(t.options["fn_name"], list(t.options["args"])) for _, t in tests]
-    replies, result = call_values(runner, code, calls, limits)
+    results: list[TestResult] = []
+
+    def grade(i: int, reply: Reply) -> bool:
+        index, test = tests[i]
+        results.append(_grade(index, test, reply))
+        return not (stop_on_failure and results[-1].verdict != "accepted")
+
+    _, result = call_values(runner, code, calls, limits, grade)
     if result.status == "sandbox_error":  # our fault: no test result from this run stands
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
-    results = [
-        _grade(index, test, reply) for (index, test), reply in zip(tests, replies, strict=False)
-    ]
+    if stop_on_failure and results and results[-1].verdict != "accepted":
+        return results
     failed = _verdict_of(result)
     for index, _test in tests[len(results) :]:
         results.append(
@@ -107,14 +132,12 @@ def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
     want = test.expected_value
     op = test.options.get("python_op")
     if op is not None:
-        # The test's own comparison, on decoded builtin values only (no object of the
+        # The test's own assertion, on decoded builtin values only (no object of the
         # submission can take part in it).
-        same = got is want if op == "is" else _py_equal(got, want)
+        same, shown = _assertion(op, got, want, test.options)
         if same:
             return TestResult(index, "accepted")
-        return TestResult(
-            index, "wrong_answer", message=f"expected {want!r:.200}, got {got!r:.200}"
-        )
+        return TestResult(index, "wrong_answer", message=f"expected {shown}, got {got!r:.200}")
     atol, rtol = float(test.options.get("atol", 0.0)), float(test.options.get("rtol", 0.0))
     if test.options.get("tuples_as_lists"):
         got = values.tuples_to_lists(got)
@@ -122,6 +145,33 @@ def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
         if values.equal(got, candidate, atol, rtol):
             return TestResult(index, "accepted")
     return TestResult(index, "wrong_answer", message=f"expected {want!r:.200}, got {got!r:.200}")
+
+
+def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[bool, str]:
+    """Whether ``assert <op>(got, want)`` holds, as Python would evaluate it on builtins,
+    and what was expected, for the message. An opaque object (not a plain value) never
+    satisfies an assertion: its truth value and arithmetic would be the submission's."""
+    if isinstance(got, values.Opaque):
+        return False, f"{want!r:.200} (a plain value)"
+    try:
+        if options.get("convert") == "tuple":  # ``tuple(candidate(...)) == ...``
+            got = tuple(got)
+        if op == "is":
+            return got is want, f"{want!r:.200}"
+        if op == "==":
+            return _py_equal(got, want), f"{want!r:.200}"
+        if op in ("truthy", "falsy"):
+            return bool(got) is (
+                op == "truthy"
+            ), "a true value" if op == "truthy" else "a false value"
+        if op in ("abs<", "abs<="):
+            tol = options["tol"]
+            diff = abs(got - want)
+            ok = diff < tol if op == "abs<" else diff <= tol
+            return bool(ok), f"within {tol!r} of {want!r:.200}"
+    except (TypeError, ValueError, OverflowError, ArithmeticError):
+        return False, f"{want!r:.200} (the assertion raised on this answer)"
+    raise ValueError(f"unknown python_op {op!r}")
 
 
 def _py_equal(got: Any, want: Any) -> bool:

@@ -12,7 +12,7 @@ from ..errors import ValidationError
 from ..runner import Runner
 from ..types import ExecResult
 from . import compare, harness
-from .calls import run_calls
+from .calls import PYTHON_OPS, run_calls
 from .checker import check
 from .native import run_native_scripts
 from .scripts import run_scripts
@@ -26,23 +26,31 @@ class Judge:
         self.runner = runner
 
     def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
+        """Judge ``submission``. With ``stop_on_failure``, no test is run after the first
+        one that fails (the verdict is the same; ``tests`` then holds only those that ran)."""
         problem = submission.problem
         validate(submission)
         calls = [(i, t) for i, t in enumerate(problem.tests) if t.kind == "call"]
         scripts = [(i, t) for i, t in enumerate(problem.tests) if t.kind in ("script", "pytest")]
         results: list[TestResult] = []
         code = submission.code.encode() if isinstance(submission.code, str) else submission.code
+
+        def failed() -> bool:
+            return stop_on_failure and any(r.verdict != "accepted" for r in results)
+
         if calls:
-            results.extend(run_calls(self.runner, code, calls, problem.limits))
-        if scripts and submission.language == "python":
-            results.extend(run_scripts(self.runner, code, scripts, problem.limits))
-        elif scripts:
+            results.extend(run_calls(self.runner, code, calls, problem.limits, stop_on_failure))
+        if scripts and not failed() and submission.language == "python":
+            results.extend(run_scripts(self.runner, code, scripts, problem.limits, stop_on_failure))
+        elif scripts and not failed():
             text = code.decode(errors="replace")
             lang = languages.get(submission.language).name
             results.extend(run_native_scripts(self.runner, text, lang, scripts, problem.limits))
         for i, test in enumerate(problem.tests):
             if test.kind in ("call", "script", "pytest"):
                 continue
+            if failed():
+                break
             result = self.runner.run(
                 submission.code, submission.language, test.input, problem.limits
             )
@@ -84,6 +92,7 @@ def validate(submission: Submission) -> None:
                 )
             if submission.language != "python":
                 raise ValidationError("language", "call tests are judged for Python submissions")
+            _validate_assertion(i, test.options)
         elif test.kind in ("script", "pytest"):
             if not test.code:
                 raise ValidationError(f"tests[{i}].code", "a script test needs its test program")
@@ -101,6 +110,18 @@ def validate(submission: Submission) -> None:
                     f"tests[{i}].expected", "a stdio test needs an expected output"
                 )
             compare.get(test.compare)
+
+
+def _validate_assertion(i: int, options: dict[str, object]) -> None:
+    op = options.get("python_op")
+    if op is not None and op not in PYTHON_OPS:
+        raise ValidationError(f"tests[{i}].options.python_op", f"must be one of {PYTHON_OPS}")
+    if op in ("abs<", "abs<="):
+        tol = options.get("tol")
+        if type(tol) not in (int, float):
+            raise ValidationError(f"tests[{i}].options.tol", f"{op} needs a number")
+    if options.get("convert") not in (None, "tuple"):
+        raise ValidationError(f"tests[{i}].options.convert", "must be 'tuple' if given")
 
 
 def combine(parts: list[tuple[list[int], Judgement]], total: int) -> Judgement:

@@ -53,8 +53,14 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
 
 
 def run_scripts(
-    runner: Runner, code: bytes, tests: list[tuple[int, TestCase]], limits: Limits
+    runner: Runner,
+    code: bytes,
+    tests: list[tuple[int, TestCase]],
+    limits: Limits,
+    stop_on_failure: bool = False,
 ) -> list[TestResult]:
+    """One result per test; with ``stop_on_failure`` the harness stops at the first test
+    that does not pass, and the tests after it have no result."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -71,6 +77,7 @@ def run_scripts(
         "names": names,
         "imports": imports,
         "variables": [v for v in variables if v not in names],
+        "stop_on_failure": stop_on_failure,
         "tests": [
             {
                 "setup": t.options.get("setup", ""),
@@ -124,11 +131,15 @@ def run_scripts(
         t.join()
     sub = box.get("sub", ExecResult(status="sandbox_error"))
     test = box.get("test", ExecResult(status="sandbox_error"))
-    return _grade(tests, lines, sub, test)
+    return _grade(tests, lines, sub, test, stop_on_failure)
 
 
 def _grade(
-    tests: list[tuple[int, TestCase]], lines: list[bytes], sub: ExecResult, test: ExecResult
+    tests: list[tuple[int, TestCase]],
+    lines: list[bytes],
+    sub: ExecResult,
+    test: ExecResult,
+    stop_on_failure: bool = False,
 ) -> list[TestResult]:
     if "sandbox_error" in (sub.status, test.status):
         why = (sub if sub.status == "sandbox_error" else test).stderr.decode(errors="replace")[
@@ -155,6 +166,9 @@ def _grade(
     results: list[TestResult] = []
     for k, (index, _t) in enumerate(tests):
         rep = reports.get(k)
+        if rep is None and stop_on_failure and ended and results:
+            if results[-1].verdict != "accepted":
+                break  # the harness stopped after that failure, as asked
         if rep is None:
             if any(r.get("outcome") == "gone" for r in reports.values()):
                 results.append(res(index, gone, gone_why))

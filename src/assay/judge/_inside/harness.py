@@ -308,6 +308,8 @@ def main():
         report(result)
         if result["outcome"] == "gone":
             break
+        if spec.get("stop_on_failure") and result["outcome"] != "passed":
+            break
     report({"end": True})
 
 
