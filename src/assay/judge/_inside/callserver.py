@@ -3,7 +3,8 @@
 Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
 reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
 tags of ``assay.judge.values``; only builtin types are encoded (a subclass is converted to
-its base, anything else becomes an error), and generators are materialised. Whatever this
+its base, anything else becomes an error), and generators, builtin iterators and dict views
+are materialised as lists. Whatever this
 process sends is only *data* to the trusted side, which decodes it strictly: a submission
 that tampers with this file can still only answer, never judge.
 """
@@ -35,6 +36,19 @@ BUILTIN_TYPES = {
     )
 }
 
+ITERABLES = (
+    types.GeneratorType,
+    map,
+    filter,
+    zip,
+    range,
+    reversed,
+    enumerate,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+)
+
 
 def enc(v, depth=0):
     if depth > 100:
@@ -61,7 +75,9 @@ def enc(v, depth=0):
     for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
         if isinstance(v, kind):
             return [tag, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
-    if isinstance(v, (types.GeneratorType, map, filter, zip, range, reversed, enumerate)):
+    if isinstance(v, ITERABLES) or (
+        type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
+    ):  # generators, builtin iterators (reversed(list), iter(...)), dict views
         return ["l", [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
     if isinstance(v, type) and BUILTIN_TYPES.get(v.__name__) is v:
         return ["T", v.__name__]
