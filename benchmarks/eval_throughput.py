@@ -6,6 +6,10 @@ the same run. Ends with one JSON line.
     .venv/bin/python benchmarks/eval_throughput.py [--limit 16400] [--workers 2]
 
 ``--limit`` takes an evenly spread subset (every k-th sample) for a quicker measurement.
+
+Assay judges as ``assay eval --stop-on-failure`` does: a sample's judging ends at its first
+failed test, as the baseline's ``check()`` ends at its first failed assert (the verdicts
+are the same; ``--all-tests`` measures judging every test of every sample).
 """
 
 from __future__ import annotations
@@ -49,6 +53,11 @@ def main() -> None:
         "--limit", type=int, default=0, help="judge an evenly spread subset of this size"
     )
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument(
+        "--all-tests",
+        action="store_true",
+        help="judge every test of every sample (default: stop at the first failure)",
+    )
     args = ap.parse_args()
     pairs = load()
     if args.limit and args.limit < len(pairs):
@@ -69,7 +78,7 @@ def main() -> None:
         for cache in (False, True):
             with LocalExecutor(runner, slots=args.workers, cache=cache, records="off") as ex:
                 t0, c0 = time.perf_counter(), time.process_time()
-                results = ex.run(jobs)
+                results = ex.run(jobs, stop_on_failure=not args.all_tests)
                 rates[cache] = len(jobs) / (time.perf_counter() - t0)
                 if not cache:  # this process's CPU: judging, supervision, scheduling
                     trusted_ms = (time.process_time() - c0) / len(jobs) * 1000
@@ -113,7 +122,8 @@ def main() -> None:
         "accepted": sum(verdicts),
         "trusted_cpu_ms_per_sample": round(trusted_ms, 2),
     }
-    print(f"{n} samples, {args.workers} workers")
+    mode = "every test" if args.all_tests else "stopping at the first failure"
+    print(f"{n} samples, {args.workers} workers, assay judging {mode}")
     print(
         f"assay:    {result['assay_samples_per_s']} samples/s with the result cache "
         f"({result['assay_no_cache_samples_per_s']} without), {sum(verdicts)} accepted"
