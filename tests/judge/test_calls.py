@@ -175,3 +175,41 @@ def test_unknown_assertion_is_a_validation_error(judge: Judge) -> None:
     with pytest.raises(ValidationError) as info:
         judge.judge(Submission(bad, "def f(x): return x\n"))
     assert info.value.field == "tests[0].options.tol"
+
+
+GENERATORS = Problem(
+    "generators",
+    [
+        _op("prefixed", [[], "j"], "==", []),  # HumanEval/29: ``candidate([], 'john') == []``
+        _op("prefixed", [["ja", "x"], "j"], "==", ["ja"]),
+    ],
+)
+
+
+def test_a_returned_generator_is_not_equal_to_a_list_in_an_assertion(judge: Judge) -> None:
+    # As in the check run as a script: a generator never equals [] (CodeT sample 8600).
+    gen = (
+        "def prefixed(xs, p):\n    for x in xs:\n        if x.startswith(p):\n            yield x\n"
+    )
+    j = judge.judge(Submission(GENERATORS, gen))
+    assert [t.verdict for t in j.tests] == ["wrong_answer", "wrong_answer"]
+    listed = "def prefixed(xs, p):\n    return [x for x in xs if x.startswith(p)]\n"
+    assert judge.judge(Submission(GENERATORS, listed)).verdict == "accepted"
+
+
+def test_ranges_and_dict_views_keep_their_python_meaning(judge: Judge) -> None:
+    problem = Problem(
+        "views",
+        [
+            _op("keys", [{"a": 1}], "==", {"a"}),  # dict_keys == set is True in Python
+            _op("span", [3], "==", range(3)),
+            _op("span", [0], "falsy"),
+            _op("items", [{"a": 1}], "==", (("a", 1),), convert="tuple"),
+        ],
+    )
+    code = "def keys(d): return d.keys()\ndef span(n): return range(n)\ndef items(d): return d.items()\n"
+    assert judge.judge(Submission(problem, code)).verdict == "accepted"
+    # Plain comparisons (no python_op) still take an iterator as the list of its items.
+    lenient = Problem("lenient", [_call("gen", [2], [0, 1])])
+    j = judge.judge(Submission(lenient, "def gen(n):\n    yield from range(n)\n"))
+    assert j.verdict == "accepted"

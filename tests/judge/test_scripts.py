@@ -75,3 +75,23 @@ def test_unparsable_or_hostile_source_is_a_runtime_error(judge: Judge) -> None:
     for code in (PROMPT + "    return (\n", "x = " + "(" * 100_000 + ")" * 100_000):
         j = judge.judge(Submission(PROBLEM, code))
         assert j.verdict == "runtime_error", j.reason
+
+
+def test_returned_iterators_keep_their_python_meaning_on_the_test_side(judge: Judge) -> None:
+    problem = Problem(
+        "iterators",
+        [
+            TestCase(kind="script", code="assert evens(4) == [0, 2]"),  # a generator is not a list
+            TestCase(kind="script", code="assert list(evens(4)) == [0, 2]"),
+            TestCase(kind="script", code="assert tuple(keys({'a': 1})) == ('a',)"),
+            TestCase(kind="script", code="assert keys({'a': 1}) == {'a'}"),
+            TestCase(kind="script", code="assert span(3) == range(3) and not span(0)"),
+        ],
+    )
+    code = (
+        "def evens(n):\n    yield from range(0, n, 2)\n"
+        "def keys(d):\n    return d.keys()\n"
+        "def span(n):\n    return range(n)\n"
+    )
+    j = judge.judge(Submission(problem, code))
+    assert [t.verdict for t in j.tests] == ["wrong_answer"] + ["accepted"] * 4, j.reason

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import ValidationError
-from ..judge import Problem, TestCase
+from ..judge import Problem, TestCase, values
 from ..judge.calls import call_values
 from ..runner import Runner
 from ..types import Limits
@@ -142,7 +142,10 @@ def with_expected(runner: Runner, prob: Problem) -> Problem:
         raise ValidationError(
             "canonical_solution", f"{prob.id}: the reference does not answer every input ({bad})"
         )
-    tests = [replace(t, expected_value=v) for t, (_ok, v) in zip(prob.tests, replies, strict=True)]
+    tests = [
+        replace(t, expected_value=values.plain(v))
+        for t, (_ok, v) in zip(prob.tests, replies, strict=True)
+    ]
     meta = {k: v for k, v in prob.metadata.items() if k not in ("expected_pending", "param_types")}
     return replace(prob, tests=tests, metadata=meta)
 

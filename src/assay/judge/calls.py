@@ -153,6 +153,7 @@ def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[b
     satisfies an assertion: its truth value and arithmetic would be the submission's."""
     if isinstance(got, values.Opaque):
         return False, f"{want!r:.200} (a plain value)"
+    got = values.as_python(got)  # an iterator stays one: ``gen == []`` is False
     try:
         if options.get("convert") == "tuple":  # ``tuple(candidate(...)) == ...``
             got = tuple(got)

@@ -6,7 +6,8 @@ caller's frame) ever reaches the comparison. The same encoding carries arguments
 
 Tags: ``n`` None, ``b`` bool, ``i`` int (hexadecimal, so no digit limit applies), ``f`` float (repr), ``c``
 complex, ``s`` str, ``y`` bytes (latin-1), ``l`` list, ``t`` tuple, ``S`` set, ``F``
-frozenset, ``d`` dict (pairs).
+frozenset, ``d`` dict (pairs), ``g`` a builtin iterator, generator, range or dict view that
+the program returned (type name, truth value, items).
 """
 
 from __future__ import annotations
@@ -30,6 +31,49 @@ class Opaque:
 
     type_name: str
     truthy: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Iterated:
+    """A generator, builtin iterator, ``range`` or dict view the program returned, with the
+    items it produced. Plain comparisons (:func:`equal`) take it as the list of its items;
+    a test's own Python assertion sees the equivalent builtin object (:func:`as_python`), so
+    ``gen == []`` is False there, as in the test run as a script."""
+
+    type_name: str
+    truthy: bool
+    items: list[Any]
+
+
+def as_python(value: Any) -> Any:
+    """The builtin object an :class:`Iterated` stands for (an iterator over its items, or an
+    equal ``range`` / dict view); any other value unchanged."""
+    if not isinstance(value, Iterated):
+        return value
+    items = value.items
+    if value.type_name == "range":
+        if not items:
+            return range(0)
+        step = items[1] - items[0] if len(items) > 1 else 1
+        return range(items[0], items[-1] + step, step)
+    if value.type_name == "dict_keys":
+        return dict.fromkeys(items).keys()
+    if value.type_name == "dict_values":
+        return dict(enumerate(items)).values()
+    if value.type_name == "dict_items":
+        return dict(items).items()
+    return iter(items)
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every :class:`Iterated` (at any depth) replaced by its list of items."""
+    if isinstance(value, Iterated):
+        return [plain(v) for v in value.items]
+    if isinstance(value, list | tuple | set | frozenset):
+        return type(value)(plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
 
 
 class BadValue(ValueError):
@@ -94,6 +138,17 @@ def decode(data: Any, depth: int = 0) -> Any:
                 raise BadValue("too many items")
             values = [decode(v, depth + 1) for v in items]
             return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](values)
+        if tag == "g":
+            items = _exact(data[3], list)
+            if len(items) > MAX_ITEMS:
+                raise BadValue("too many items")
+            name = _exact(data[1], str)
+            decoded = [decode(v, depth + 1) for v in items]
+            if name == "dict_items" and not all(type(i) is tuple and len(i) == 2 for i in decoded):
+                raise BadValue("malformed dict_items")
+            if name == "range" and not all(type(i) is int for i in decoded):
+                raise BadValue("malformed range")
+            return Iterated(name, bool(_exact(data[2], bool)), decoded)
         if tag == "d":
             pairs = _exact(data[1], list)
             if len(pairs) > MAX_ITEMS:
@@ -125,6 +180,7 @@ def equal(got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0) -> bool:
     an int answer may match an expected float within tolerance."""
     if isinstance(want, Opaque):
         return got is not None
+    got, want = plain(got), plain(want)
     if isinstance(want, float) and type(got) in (int, float) and not isinstance(got, bool):
         g = float(got)
         if math.isnan(want) or math.isnan(g):
@@ -147,6 +203,7 @@ def equal(got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0) -> bool:
 
 def tuples_to_lists(value: Any) -> Any:
     """Tuples (at any depth) as lists: JSON datasets cannot tell them apart."""
+    value = plain(value)
     if isinstance(value, tuple | list):
         return [tuples_to_lists(v) for v in value]
     if isinstance(value, dict):

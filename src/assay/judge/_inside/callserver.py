@@ -3,8 +3,8 @@
 Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
 reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
 tags of ``assay.judge.values``; only builtin types are encoded (a subclass is converted to
-its base, anything else becomes an error), and generators, builtin iterators and dict views
-are materialised as lists. Whatever this
+its base, anything else becomes an error), and generators, builtin iterators, ranges and dict
+views are materialised (tag ``g``: type name, truth value, items). Whatever this
 process sends is only *data* to the trusted side, which decodes it strictly: a submission
 that tampers with this file can still only answer, never judge.
 """
@@ -77,8 +77,10 @@ def enc(v, depth=0):
             return [tag, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
     if isinstance(v, ITERABLES) or (
         type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
-    ):  # generators, builtin iterators (reversed(list), iter(...)), dict views
-        return ["l", [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+    ):  # generators, builtin iterators (reversed(list), iter(...)), ranges, dict views
+        truthy = bool(v)
+        items = [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
+        return ["g", type(v).__name__, truthy, items]
     if isinstance(v, type) and BUILTIN_TYPES.get(v.__name__) is v:
         return ["T", v.__name__]
     # Anything else stays here; the other side gets an opaque handle it can pass back,
