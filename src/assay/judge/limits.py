@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..runner import Runner
+from .calls import call_values
 from .judge import Judge
 from .types import Problem, Submission
 
@@ -28,6 +29,15 @@ def derive_time_limit(runner: Runner, problem: Problem, language: str = "python"
             problem, metadata={**problem.metadata, "time_limit_source": f"reference {j.verdict}"}
         )
     slowest = max((t.cpu_s for t in j.tests), default=0.0)
+    calls = [
+        (t.options["fn_name"], list(t.options["args"])) for t in problem.tests if t.kind == "call"
+    ]
+    if calls:  # call tests share one run, whose CPU time is what a limit applies to
+        code = problem.references[0]
+        _, run = call_values(
+            runner, code.encode() if isinstance(code, str) else code, calls, generous.limits
+        )
+        slowest = max(slowest, run.cpu_s)
     time_s = round(max(MIN_TIME_S, FACTOR * slowest), 3)
     meta = {
         **problem.metadata,
