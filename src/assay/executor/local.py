@@ -34,7 +34,7 @@ from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
-from ..telemetry import Metrics, RecordWriter, open_writer
+from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer
 from . import _records
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended
@@ -464,6 +464,8 @@ class LocalExecutor:
     def _record(
         self, sub: _Sub, info: JobInfo, result: JobResult, started_at: float | None
     ) -> None:
+        if isinstance(self.records, NullWriter):
+            return  # records are off: do not build what nobody keeps
         try:
             self.records.write(
                 _records.build(
