@@ -153,8 +153,10 @@ def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[b
     satisfies an assertion: its truth value and arithmetic would be the submission's."""
     if isinstance(got, values.Opaque):
         return False, f"{want!r:.200} (a plain value)"
-    got = values.as_python(got)  # an iterator stays one: ``gen == []`` is False
     try:
+        # An iterator stays one (``gen == []`` is False). Inside the try: a program can
+        # claim any type name, and rebuilding e.g. dict_keys of lists raises TypeError.
+        got = values.as_python(got)
         if options.get("convert") == "tuple":  # ``tuple(candidate(...)) == ...``
             got = tuple(got)
         if op == "is":

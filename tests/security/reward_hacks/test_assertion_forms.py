@@ -95,3 +95,17 @@ def test_tolerance_hacks(runner: Runner, hack: str) -> None:
     assert judge.judge(Submission(TRUNCATE, TRUNCATE.references[0])).verdict == "accepted"
     j = judge.judge(Submission(TRUNCATE, hack))
     assert j.verdict != "accepted" and j.reward == 0.0, j.reason
+
+
+def test_a_forged_iterator_type_cannot_crash_the_judge(runner: Runner) -> None:
+    # A class posing as a builtin dict_keys whose "keys" are lists: rebuilding it on the
+    # trusted side raises, which must fail the assertion, not the judge.
+    forged = (
+        "class dict_keys:\n    __module__ = 'builtins'\n    n = 0\n"
+        "    def __iter__(self): return self\n"
+        "    def __next__(self):\n        self.n += 1\n"
+        "        if self.n > 2: raise StopIteration\n        return [self.n]\n"
+        "def below_threshold(l, t):\n    return dict_keys()\n"
+    )
+    j = Judge(runner).judge(Submission(BELOW, forged))
+    assert j.verdict == "wrong_answer" and j.reward == 0.0, j.reason
