@@ -27,6 +27,7 @@ class BatchHandle:
         self._slots: list[JobResult | None] = [None] * size
         self._callbacks: list[Callback] = []
         self._canceller = canceller
+        self._streaming = 0  # consumers waiting for the next result, not for the last one
 
     # -- producer side (the executor) ------------------------------------------------------
     def _deliver(self, result: JobResult) -> bool:
@@ -37,7 +38,10 @@ class BatchHandle:
             self._slots[result.index] = result
             self._arrived.append(result)
             callbacks = list(self._callbacks)
-            self._cond.notify_all()
+            # Waking a waiter that only wants the whole batch for every result costs a
+            # thread switch per job; wake it for the last one.
+            if self._streaming or len(self._arrived) == self.size:
+                self._cond.notify_all()
         for cb in callbacks:
             _safe(cb, result)
         return True
@@ -86,9 +90,13 @@ class BatchHandle:
 
     def _next(self, position: int, timeout: float | None) -> JobResult | None:
         with self._cond:
-            self._cond.wait_for(
-                lambda: position < len(self._arrived) or position >= self.size, timeout
-            )
+            self._streaming += 1
+            try:
+                self._cond.wait_for(
+                    lambda: position < len(self._arrived) or position >= self.size, timeout
+                )
+            finally:
+                self._streaming -= 1
             if position < len(self._arrived):
                 return self._arrived[position]
             return None

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import select
 import socket
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
-from . import _trusted, values
+from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
 
 _MAX_REPLY = 64 << 20
@@ -43,7 +42,6 @@ def call_values(
     the program ends as soon as it has read the end of its requests) and the run.
     """
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    box: list[ExecResult] = []
     main, server = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
     req = RunRequest(
         "python",
@@ -52,8 +50,7 @@ def call_values(
         limits=limits,
         pass_fds=(inside.detach(),),
     )
-    worker = threading.Thread(target=lambda: box.append(runner.sandbox.execute(req)), daemon=True)
-    worker.start()
+    worker = _background.start(lambda: runner.sandbox.execute(req))
     replies: list[Reply] = []
     reader = _Lines(host, worker)
     try:
@@ -71,8 +68,8 @@ def call_values(
                 break
     finally:
         host.close()
-        worker.join()
-    return replies, (box[0] if box else ExecResult(status="sandbox_error"))
+        worker.wait()
+    return replies, _background.outcome(worker)
 
 
 def _parse(line: bytes) -> Reply:
@@ -197,7 +194,7 @@ def _tail(result: ExecResult) -> str:
 class _Lines:
     """Reply lines from the server; None once the sandbox is gone (or sent too much)."""
 
-    def __init__(self, sock: socket.socket, worker: threading.Thread) -> None:
+    def __init__(self, sock: socket.socket, worker: _background.Task[ExecResult]) -> None:
         self.sock = sock
         self.worker = worker
         self.buf = b""
@@ -208,7 +205,7 @@ class _Lines:
                 return None
             ready, _, _ = select.select([self.sock], [], [], 0.05)
             if not ready:
-                if not self.worker.is_alive():
+                if self.worker.done():
                     return None
                 continue
             try:

@@ -14,13 +14,12 @@ import ast
 import json
 import os
 import socket
-import threading
 import warnings
 
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
-from . import _trusted
+from . import _background, _trusted
 from .types import TestCase, TestResult, Verdict
 
 _LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
@@ -114,23 +113,15 @@ def run_scripts(
         limits=harness_limits,
         pass_fds=(test_end.detach(), report_w),
     )
-    box: dict[str, ExecResult] = {}
-    threads = [
-        threading.Thread(
-            target=lambda: box.__setitem__("sub", runner.sandbox.execute(server)), daemon=True
-        ),
-        threading.Thread(
-            target=lambda: box.__setitem__("test", runner.sandbox.execute(harness)), daemon=True
-        ),
+    runs = [
+        _background.start(lambda: runner.sandbox.execute(server)),
+        _background.start(lambda: runner.sandbox.execute(harness)),
     ]
-    for t in threads:
-        t.start()
     with os.fdopen(report_r, "rb") as fh:
         lines = fh.read(1 << 20).splitlines()
-    for t in threads:
-        t.join()
-    sub = box.get("sub", ExecResult(status="sandbox_error"))
-    test = box.get("test", ExecResult(status="sandbox_error"))
+    for run in runs:
+        run.wait()
+    sub, test = (_background.outcome(r) for r in runs)
     return _grade(tests, lines, sub, test, stop_on_failure)
 
 

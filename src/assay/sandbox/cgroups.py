@@ -184,7 +184,7 @@ class _V1Run:
             return False
         if int(self.files.read(self._usage)) > max_bytes:
             return False
-        _write(os.path.join(self.dirs["memory"], "memory.failcnt"), "0")
+        self.files.write(os.path.join(self.dirs["memory"], "memory.failcnt"), "0")
         return True
 
     def destroy(self) -> bool:
