@@ -8,8 +8,9 @@
  * compilers (spawning shares the init's memory until the exec instead of copying its page
  * tables, and the launcher's own exec of the program leaves a tiny address space behind).
  *
- *   assay_arm:  join the run's cgroups, a new IPC namespace and session, drop to the sandbox
- *               user with no capabilities, no_new_privs, Landlock, seccomp;
+ *   assay_arm:  join the run's cgroups, a new session (and a new IPC namespace when there is
+ *               no seccomp filter to refuse IPC), drop to the sandbox user with no
+ *               capabilities, no_new_privs, Landlock, seccomp;
  *   assay_take: take the request straight from the supervisor, write the input files, take
  *               stdio and the caller's extra fds, set rlimits, report "running" and close
  *               every channel to the trusted side.
@@ -89,7 +90,9 @@ int assay_arm(const char *workdir, int uid, int gid, int userns, const int *cg, 
         CHECK(write(cg[i], "0", 1) == 1, "join cgroup");
         close(cg[i]);
     }
-    CHECK(unshare(CLONE_NEWIPC) == 0, "unshare ipc");
+    /* The seccomp filter refuses every System V IPC and POSIX message-queue syscall; only
+     * without it does a run need an IPC namespace of its own. */
+    if (!bpf) CHECK(unshare(CLONE_NEWIPC) == 0, "unshare ipc");
     CHECK(setsid() >= 0, "setsid");
     CHECK(chdir(workdir) == 0, "chdir");
     if (!userns) CHECK(setgroups(0, NULL) == 0, "setgroups");

@@ -73,8 +73,9 @@ def run_program(
 ) -> None:
     """The program process, in two steps.
 
-    Armed (before any request exists): join the run's cgroup and a new IPC namespace, drop
-    every privilege, load Landlock and seccomp, report "armed" to the supervisor. Run: take
+    Armed (before any request exists): join the run's cgroup (and a new IPC namespace when
+    there is no seccomp filter to refuse IPC syscalls), drop every privilege, load Landlock
+    and seccomp, report "armed" to the supervisor. Run: take
     the request straight from the supervisor, write the input files (as the sandbox user),
     take stdio, rlimits, env and argv, report "running", and close every channel, so nothing
     the program does can be mistaken for, or forge, a message from the trusted side.
@@ -119,7 +120,8 @@ def _arm_and_take(
         for fd in cg_fds:
             os.write(fd, b"0")  # join the run's cgroups (one fd per hierarchy)
             os.close(fd)
-        linux.unshare(linux.CLONE_NEWIPC)  # SysV IPC and POSIX queues of this run only
+        if z.filter is None:  # the filter refuses every IPC syscall (seccomp.IPC_SYSCALLS)
+            linux.unshare(linux.CLONE_NEWIPC)  # SysV IPC and POSIX queues of this run only
         os.setsid()
         os.chdir(cfg["workdir"])
         uid, gid = cfg["uid"], cfg["gid"]

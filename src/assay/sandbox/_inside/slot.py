@@ -93,10 +93,10 @@ class Slot:
     """S: PID 1 of a slot. Trusted; one run at a time; never touches a run's data.
 
     On an arm order S forks the program process (or spawns the launcher), which joins the
-    run's cgroup and a fresh IPC namespace, drops every privilege and waits ("armed"); S
-    hands the supervisor its request socket, so the run itself flows without S. When the
-    program exits S kills anything left in the namespace, reports the wait status, and has
-    C1 prepare the next tmpfs.
+    run's cgroup (and a fresh IPC namespace without seccomp), drops every privilege and
+    waits ("armed"); S hands the supervisor its request socket, so the run itself flows
+    without S. When the program exits S kills anything left in the namespace, reports the
+    wait status, and has C1 prepare the next tmpfs.
     """
 
     def __init__(

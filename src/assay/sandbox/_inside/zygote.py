@@ -4,8 +4,9 @@ Process tree::
 
     zygote ── C1 (unshares namespaces; resets the slot's tmpfs between runs)
                 └── S = PID 1 of a slot (trusted init, root)
-                      └── P (one per run: joins the run's cgroup and a new IPC namespace,
-                           drops every privilege, runs the program as PID 2)
+                      └── P (one per run: joins the run's cgroup (and a new IPC namespace
+                           if no seccomp filter refuses IPC), drops every privilege, runs
+                           the program as PID 2)
 
 A *slot* is a set of namespaces (PID, mount, network, UTS) over the read-only template root,
 used by one run at a time (slot.py). Its init ``S`` forks a fresh program process per run
