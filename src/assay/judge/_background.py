@@ -35,9 +35,12 @@ class Task(Generic[T]):
     def done(self) -> bool:
         return not self._finished.locked()
 
-    def wait(self) -> None:
-        with self._finished:
-            pass
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the call has ended (or ``timeout`` seconds); whether it has."""
+        if not self._finished.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        self._finished.release()
+        return True
 
     def _run(self) -> None:
         try:
