@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from assay import Limits, Runner
@@ -92,19 +94,35 @@ def test_time_limit_marks_remaining_calls(judge: Judge) -> None:
 
 
 # A first test answered wrongly, then a loop on the second: as ``check`` stops at its first
-# failed assert, a judge told to stop at the first failure must never make the second call.
+# failed assert, a judge told to stop at the first failure must not wait for the second call
+# (the requests go out ahead, so the program may have started it: it is stopped).
 WRONG_THEN_LOOP = "def f(x):\n    if x == 2:\n        while True: pass\n    return x + 1\n"
 
 
-def test_stop_on_failure_never_makes_the_later_calls(judge: Judge) -> None:
+def test_stop_on_failure_stops_a_later_call_that_loops(judge: Judge) -> None:
     problem = Problem("ff", [_call("f", [1], 1), _call("f", [2], 2)], limits=Limits(time_s=2))
+    t0 = time.monotonic()
     j = judge.judge(Submission(problem, WRONG_THEN_LOOP), stop_on_failure=True)
+    assert time.monotonic() - t0 < 1.5  # not the 2 s the loop would take to time out
     assert [t.verdict for t in j.tests] == ["wrong_answer"]
     assert (j.verdict, j.reward, j.passed) == ("wrong_answer", 0.0, 0)
     # Without it every test runs: the second one into the time limit.
     j = judge.judge(Submission(problem, WRONG_THEN_LOOP))
     assert [t.verdict for t in j.tests] == ["wrong_answer", "time_limit"]
     assert j.verdict == "wrong_answer"
+
+
+def test_calls_and_replies_larger_than_the_socket_buffers_flow(judge: Judge) -> None:
+    # ~6 MB each way, far beyond a socket's buffer: sending every request before reading
+    # any reply would leave both sides blocked on a full buffer until the time limit.
+    big = "x" * 65536
+    problem = Problem(
+        "echo",
+        [_call("echo", [big + str(i)], big + str(i)) for i in range(100)],
+        limits=Limits(time_s=20),
+    )
+    j = judge.judge(Submission(problem, "def echo(s):\n    return s\n"))
+    assert (j.verdict, j.passed) == ("accepted", 100), j.reason
 
 
 def test_stop_on_failure_runs_everything_when_all_pass(judge: Judge) -> None:

@@ -8,6 +8,7 @@ expected values never enter the sandbox and no object the submission built is ev
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 from collections.abc import Callable
@@ -20,6 +21,9 @@ from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
 
 _MAX_REPLY = 64 << 20
+#: After a reply that ends the calls early, how long the program may take to end on its own
+#: (it has the requests sent ahead; those are cheap as a rule) before its run is killed.
+_STOP_GRACE_S = 0.05
 
 
 Reply = tuple[bool, Any]  # (True, plain value) or (False, error message)
@@ -38,10 +42,21 @@ def call_values(
     """Call ``fn(*args)`` for each ``(fn, args)`` in one sandbox run of ``code``.
 
     Returns the replies received (fewer than asked if the program died, or if
-    ``keep_going(i, reply)`` returned False for reply ``i``: then no later call is made, and
-    the program ends as soon as it has read the end of its requests) and the run.
+    ``keep_going(i, reply)`` returned False for reply ``i``) and the run.
+
+    The requests go out ahead of the replies, so calls cost no round trip each between the
+    processes. With ``keep_going``, the first call goes alone (most failing programs fail
+    there, and then make no other call), and the rest follow once it is answered. When
+    ``keep_going`` says stop before the last reply, the channel is closed; a program still
+    busy with a later call :data:`_STOP_GRACE_S` on is killed (the run's result is then
+    that of a killed program), so a later call that loops costs no time limit.
     """
+    requests = [
+        (json.dumps({"fn": fn, "args": [values.encode(a) for a in args]}) + "\n").encode()
+        for fn, args in calls
+    ]
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
     main, server = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
     req = RunRequest(
         "python",
@@ -49,27 +64,36 @@ def call_values(
         [server, ("solution.py", code, 0o644)],
         limits=limits,
         pass_fds=(inside.detach(),),
+        stop_fd=stop_r,
     )
     worker = _background.start(lambda: runner.sandbox.execute(req))
     replies: list[Reply] = []
-    reader = _Lines(host, worker)
+    link = _Link(host, worker)
+    first = 1 if keep_going is not None else len(requests)
+    link.send(b"".join(requests[:first]))
+    stop = False
     try:
-        for fn, args in calls:
-            request = {"fn": fn, "args": [values.encode(a) for a in args]}
-            try:
-                host.sendall((json.dumps(request) + "\n").encode())
-            except OSError:
-                break
-            line = reader.line()
+        while len(replies) < len(calls):
+            line = link.line()
             if line is None:
                 break
             replies.append(_parse(line))
             if keep_going is not None and not keep_going(len(replies) - 1, replies[-1]):
+                stop = len(replies) < len(calls)  # after the last reply the program just ends
                 break
+            if len(replies) == first:
+                link.send(b"".join(requests[first:]))
+    except BaseException:
+        stop = True
+        raise
     finally:
         host.close()
-        worker.wait()
-    return replies, _background.outcome(worker)
+        if stop and not worker.wait(_STOP_GRACE_S):
+            os.write(stop_w, b"x")
+        result = _background.outcome(worker)
+        os.close(stop_r)
+        os.close(stop_w)
+    return replies, result
 
 
 def _parse(line: bytes) -> Reply:
@@ -191,29 +215,50 @@ def _tail(result: ExecResult) -> str:
     return result.stderr.decode(errors="replace")[-500:]
 
 
-class _Lines:
-    """Reply lines from the server; None once the sandbox is gone (or sent too much)."""
+class _Link:
+    """The trusted end of the call channel: sends requests as the server takes them and
+    returns its reply lines; None once the sandbox is gone (or sent too much)."""
 
     def __init__(self, sock: socket.socket, worker: _background.Task[ExecResult]) -> None:
+        sock.setblocking(False)
         self.sock = sock
         self.worker = worker
+        self.out = memoryview(b"")
         self.buf = b""
+
+    def send(self, data: bytes) -> None:
+        """Send what the socket takes now; the rest goes out while :meth:`line` waits."""
+        self.out = memoryview(bytes(self.out) + data) if self.out else memoryview(data)
+        self._push()
+
+    def _push(self) -> None:
+        try:
+            self.out = self.out[self.sock.send(self.out) :]
+        except BlockingIOError:
+            pass
+        except OSError:  # the server is gone: only its replies so far count
+            self.out = memoryview(b"")
 
     def line(self) -> bytes | None:
         while b"\n" not in self.buf:
             if len(self.buf) > _MAX_REPLY:
                 return None
-            ready, _, _ = select.select([self.sock], [], [], 0.05)
-            if not ready:
-                if self.worker.done():
+            readable, writable, _ = select.select(
+                [self.sock], [self.sock] if self.out else [], [], 0.05
+            )
+            if writable:
+                self._push()
+            if readable:
+                try:
+                    chunk = self.sock.recv(1 << 16)
+                except BlockingIOError:
+                    continue
+                except OSError:  # the server died with our request unread
                     return None
-                continue
-            try:
-                chunk = self.sock.recv(1 << 16)
-            except OSError:  # the server died with our request unread
+                if not chunk:
+                    return None
+                self.buf += chunk
+            elif not writable and self.worker.done():
                 return None
-            if not chunk:
-                return None
-            self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         return line

@@ -19,7 +19,7 @@ from ._inside import wire
 from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
-KillReason = Literal["time", "wall", "output"]
+KillReason = Literal["time", "wall", "output", "stopped"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
 #: How far past the default wall backstop a still-computing program may go.
@@ -47,6 +47,11 @@ class RunRequest:
     #: passes to the sandbox: ``execute`` closes them, so the program's copies are the only
     #: ones and the other end sees EOF when the program is gone.
     pass_fds: tuple[int, ...] = ()
+    #: A host fd (the read end of a pipe, say) that stops the run when it becomes readable
+    #: or hangs up: every process of the run is killed, and the result is that of a killed
+    #: program (``runtime_error``, SIGKILL). The caller keeps and closes it; it never enters
+    #: the sandbox. For callers that learn early that they need no more of a run.
+    stop_fd: int = -1
 
 
 @dataclass
@@ -142,6 +147,8 @@ class Supervision:
             req_sock.fileno(): "program",
             rep_sock.fileno(): "init",
         }
+        if self.req.stop_fd >= 0:
+            watched[self.req.stop_fd] = "stop"
         for fd in watched:
             poller.register(fd, select.POLLIN)
 
@@ -206,6 +213,11 @@ class Supervision:
                     if what == "program":
                         if self._on_program_message(req_sock):
                             forget(fd)
+                        continue
+                    if what == "stop":
+                        forget(fd)
+                        if not finished:
+                            stop("stopped")
                         continue
                     if what == "init":
                         if self._on_slot_message(rep_sock):
@@ -326,6 +338,8 @@ class Supervision:
         self, rec: dict[str, Any], cpu: float, oom: bool, sig: int | None, code: int | None
     ) -> Status:
         limits = self.req.limits
+        if self.kill_reason == "stopped":
+            return "runtime_error"  # killed at the caller's request
         if self.kill_reason == "output":
             return "output_limit"
         if self.kill_reason == "time" or (rec and cpu > limits.time_s):

@@ -75,10 +75,10 @@ def run_program(
 
     Armed (before any request exists): join the run's cgroup (and a new IPC namespace when
     there is no seccomp filter to refuse IPC syscalls), drop every privilege, load Landlock
-    and seccomp, report "armed" to the supervisor. Run: take
-    the request straight from the supervisor, write the input files (as the sandbox user),
-    take stdio, rlimits, env and argv, report "running", and close every channel, so nothing
-    the program does can be mistaken for, or forge, a message from the trusted side.
+    and seccomp, report "armed" to the supervisor. Run: take the request straight from the
+    supervisor, write the input files (as the sandbox user), take stdio, rlimits, env and
+    argv, report "running", and close every channel, so nothing the program does can be
+    mistaken for, or forge, a message from the trusted side.
     """
     if z.native is not None:
         fd = req.detach()
