@@ -131,3 +131,61 @@ def test_eval_time_limit_modes(runner: Runner) -> None:
     assert with_time_limits(runner, problems, "humaneval", 2.5)["p"].limits.time_s == 2.5
     derived = with_time_limits(runner, problems, "humaneval", "derive")["p"]
     assert derived.limits.time_s == 1.0 and "reference" in derived.metadata["time_limit_source"]
+
+
+def test_a_task_whose_reference_fails_is_reported_not_fatal(tmp_path: Path) -> None:
+    # HumanEval+-style records: the second task's reference raises on its plus input, so
+    # its expected outputs cannot be computed. Its samples are reported (no reward, the
+    # reason) and the other task is judged as usual.
+    def rec(task: str, body: str) -> dict[str, object]:
+        return {
+            "task_id": task,
+            "prompt": "def f(x):\n",
+            "canonical_solution": body,
+            "entry_point": "f",
+            "base_input": [[1], [2]],
+            "plus_input": [[3]],
+            "atol": 0,
+        }
+
+    dataset = tmp_path / "plus.jsonl"
+    dataset.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in (
+                rec("HumanEval/0", "    return x * 2\n"),
+                rec("HumanEval/1", "    if x == 3:\n        raise MemoryError\n    return x\n"),
+            )
+        )
+    )
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in (
+                {"task_id": "HumanEval/0", "completion": "    return x + x\n"},
+                {"task_id": "HumanEval/1", "completion": "    return x\n"},
+                {"task_id": "HumanEval/0", "completion": "    return x\n"},
+            )
+        )
+    )
+    out = tmp_path / "out.jsonl"
+    assay = Path(sys.executable).with_name("assay")
+    cmd = [str(assay), "eval", str(dataset), "--format", "humanevalplus"]
+    proc = subprocess.run(
+        [*cmd, "--samples", str(samples), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = {
+        (r["task_id"], r["sample_index"]): r
+        for r in (json.loads(line) for line in out.read_text().splitlines())
+    }
+    assert got["HumanEval/0", 0]["verdict"] == "accepted"
+    assert got["HumanEval/0", 1]["verdict"] == "wrong_answer"
+    broken = got["HumanEval/1", 0]
+    assert (broken["verdict"], broken["reward"]) == ("sandbox_error", None)
+    assert "not judged" in broken["reason"] and "reference" in broken["reason"]
+    assert "HumanEval/1" in proc.stderr  # named in a warning, not only in the rows

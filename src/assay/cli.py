@@ -323,7 +323,7 @@ def eval_(
     --samples samples.jsonl --out results.jsonl[/]
     """
     from ._progress import judging_progress
-    from .evaluate import evaluate, summarize
+    from .evaluate import NOT_JUDGED, evaluate, summarize
     from .formats import FORMATS
 
     if fmt not in FORMATS:
@@ -367,6 +367,11 @@ def eval_(
         raise typer.Exit(EXIT_USAGE) from exc
     finally:
         runner.close()
+    not_judged = sorted(
+        {(r["task_id"], r["reason"]) for r in rows if r["reason"].startswith(NOT_JUDGED)}
+    )
+    for task, reason in not_judged:
+        err_console.print(f"[yellow]warning:[/] {task}: {reason}")
     summary = summarize(rows)
     table = Table(title=f"{fmt}: {summary['samples']} samples, {summary['tasks']} tasks")
     table.add_column("measure")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -19,6 +20,11 @@ from .formats._io import read_records
 from .judge import Problem, Submission
 from .judge.limits import derive_time_limit
 from .runner import Runner
+
+log = logging.getLogger("assay.evaluate")
+
+#: How the rows of a task that could not be judged begin their ``reason``.
+NOT_JUDGED = "not judged:"
 
 PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
 
@@ -96,15 +102,39 @@ def evaluate(
     try:
         problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner, language)}
         samples = read_samples(samples_path, problems, fmt)
-        ready = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
+        ready, broken = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
         ready = with_time_limits(runner, ready, fmt, time_limit, workers)
         if on_start is not None:
             on_start(len(samples))
+        judged = [s for s in samples if s.task_id in ready]
         rows: list[dict[str, Any]] = []
         with (
             open(out_path, "w") as fh,
             LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex,
         ):
+
+            def emit(row: dict[str, Any]) -> None:
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()  # a crash loses at most the rows still running
+                rows.append(row)
+                if on_result is not None:
+                    on_result(row)
+
+            # A task whose expected outputs could not be computed cannot be judged: its
+            # samples get no reward (None, as for any failure of ours), with the reason.
+            for s in samples:
+                if s.task_id in broken:
+                    emit(
+                        _row(
+                            s,
+                            "sandbox_error",
+                            None,
+                            0,
+                            len(problems[s.task_id].tests),
+                            problems[s.task_id].limits.time_s,
+                            broken[s.task_id],
+                        )
+                    )
             handle = ex.submit(
                 [
                     Submission(
@@ -112,28 +142,24 @@ def evaluate(
                         s.code,
                         str(ready[s.task_id].metadata.get("language", language or "python")),
                     )
-                    for s in samples
+                    for s in judged
                 ],
                 caller="assay-eval",
                 stop_on_failure=stop_on_failure,
             )
             for result in handle:
-                s = samples[result.index]
-                row = {
-                    "task_id": s.task_id,
-                    "sample_index": s.index,
-                    "verdict": result.verdict,
-                    "reward": result.reward,
-                    "passed": result.judgement.passed if result.judgement is not None else 0,
-                    "total": len(problems[s.task_id].tests),
-                    "time_limit_s": ready[s.task_id].limits.time_s,
-                    "reason": result.reason[:500],
-                }
-                fh.write(json.dumps(row) + "\n")
-                fh.flush()  # a crash loses at most the rows still running
-                rows.append(row)
-                if on_result is not None:
-                    on_result(row)
+                s = judged[result.index]
+                emit(
+                    _row(
+                        s,
+                        result.verdict,
+                        result.reward,
+                        result.judgement.passed if result.judgement is not None else 0,
+                        len(problems[s.task_id].tests),
+                        ready[s.task_id].limits.time_s,
+                        result.reason,
+                    )
+                )
     finally:
         if own:
             runner.close()
@@ -141,22 +167,53 @@ def evaluate(
     return rows
 
 
+def _row(
+    s: Sample,
+    verdict: str | None,
+    reward: float | None,
+    passed: int,
+    total: int,
+    time_limit_s: float,
+    reason: str,
+) -> dict[str, Any]:
+    return {
+        "task_id": s.task_id,
+        "sample_index": s.index,
+        "verdict": verdict,
+        "reward": reward,
+        "passed": passed,
+        "total": total,
+        "time_limit_s": time_limit_s,
+        "reason": reason[:500],
+    }
+
+
 def _with_expected(
     runner: Runner, problems: dict[str, Problem], tasks: set[str], workers: int
-) -> dict[str, Problem]:
-    """Problems ready to judge: EvalPlus expected outputs computed in the sandbox, once per
-    task that has samples."""
+) -> tuple[dict[str, Problem], dict[str, str]]:
+    """Problems ready to judge (EvalPlus expected outputs computed in the sandbox, once per
+    task that has samples), and why each task that cannot be judged cannot: its reference
+    did not answer every input within the task's limits."""
     pending = [t for t in sorted(tasks) if problems[t].metadata.get("expected_pending")]
     ready = {t: problems[t] for t in tasks}
+    broken: dict[str, str] = {}
+
+    def fill(task: str) -> Problem | str:
+        try:
+            return evalplus.with_expected(runner, problems[task])
+        except ValidationError as exc:
+            return f"{NOT_JUDGED} {exc}"
+
     if pending:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            for task, problem in zip(
-                pending,
-                pool.map(lambda t: evalplus.with_expected(runner, problems[t]), pending),
-                strict=True,
-            ):
-                ready[task] = problem
-    return ready
+            for task, got in zip(pending, pool.map(fill, pending), strict=True):
+                if isinstance(got, str):
+                    broken[task] = got
+                    del ready[task]
+                    log.warning("%s %s", task, got)
+                else:
+                    ready[task] = got
+    return ready, broken
 
 
 def with_time_limits(
