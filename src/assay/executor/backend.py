@@ -97,8 +97,12 @@ def _limits(limits: Limits) -> dict[str, Any]:
 def _canon(o: Any) -> Any:
     """A JSON-able form that is equal for equal values: dict keys of any (mixed) types are
     sorted by their own canonical text, and list/tuple/set/bytes stay distinguishable."""
-    if o is None or isinstance(o, str | bool | int):
+    if o is None or isinstance(o, str | bool):
         return o
+    if isinstance(o, int):
+        # JSON writes ints in decimal, which Python refuses past 4300 digits (HumanEval+
+        # expects some that long): big ones are written in hex, which has no such limit.
+        return o if -(1 << 63) <= o < (1 << 63) else {"x": format(o, "x")}
     if isinstance(o, float):
         return {"f": repr(o)}
     if isinstance(o, bytes):

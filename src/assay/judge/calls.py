@@ -158,14 +158,26 @@ def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
         same, shown = _assertion(op, got, want, test.options)
         if same:
             return TestResult(index, "accepted")
-        return TestResult(index, "wrong_answer", message=f"expected {shown}, got {got!r:.200}")
+        return TestResult(index, "wrong_answer", message=f"expected {shown}, got {_show(got)}")
     atol, rtol = float(test.options.get("atol", 0.0)), float(test.options.get("rtol", 0.0))
     if test.options.get("tuples_as_lists"):
         got = values.tuples_to_lists(got)
     for candidate in (want, *test.options.get("also", [])):
         if values.equal(got, candidate, atol, rtol):
             return TestResult(index, "accepted")
-    return TestResult(index, "wrong_answer", message=f"expected {want!r:.200}, got {got!r:.200}")
+    return TestResult(index, "wrong_answer", message=f"expected {_show(want)}, got {_show(got)}")
+
+
+def _show(value: Any) -> str:
+    """At most 200 characters of ``repr(value)``. Never raises: Python refuses to write an
+    int of more than 4300 digits in decimal, and a submission may return one (or a test
+    expect one), which must make a wrong answer, not a crash of the judge."""
+    try:
+        return f"{value!r:.200}"
+    except ValueError:
+        if isinstance(value, int):
+            return f"an int of {value.bit_length()} bits"
+        return f"a {type(value).__name__} holding an int too long to write"
 
 
 def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[bool, str]:
@@ -173,7 +185,7 @@ def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[b
     and what was expected, for the message. An opaque object (not a plain value) never
     satisfies an assertion: its truth value and arithmetic would be the submission's."""
     if isinstance(got, values.Opaque):
-        return False, f"{want!r:.200} (a plain value)"
+        return False, f"{_show(want)} (a plain value)"
     try:
         # An iterator stays one (``gen == []`` is False). Inside the try: a program can
         # claim any type name, and rebuilding e.g. dict_keys of lists raises TypeError.
@@ -181,9 +193,9 @@ def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[b
         if options.get("convert") == "tuple":  # ``tuple(candidate(...)) == ...``
             got = tuple(got)
         if op == "is":
-            return got is want, f"{want!r:.200}"
+            return got is want, f"{_show(want)}"
         if op == "==":
-            return _py_equal(got, want), f"{want!r:.200}"
+            return _py_equal(got, want), f"{_show(want)}"
         if op in ("truthy", "falsy"):
             return bool(got) is (
                 op == "truthy"
@@ -192,9 +204,9 @@ def _assertion(op: str, got: Any, want: Any, options: dict[str, Any]) -> tuple[b
             tol = options["tol"]
             diff = abs(got - want)
             ok = diff < tol if op == "abs<" else diff <= tol
-            return bool(ok), f"within {tol!r} of {want!r:.200}"
+            return bool(ok), f"within {tol!r} of {_show(want)}"
     except (TypeError, ValueError, OverflowError, ArithmeticError):
-        return False, f"{want!r:.200} (the assertion raised on this answer)"
+        return False, f"{_show(want)} (the assertion raised on this answer)"
     raise ValueError(f"unknown python_op {op!r}")
 
 
