@@ -42,13 +42,11 @@ class Task(Generic[T]):
         self._finished.release()
         return True
 
-    def _run(self) -> None:
+    def _call(self) -> None:
         try:
             self.value = self._fn()
         except BaseException as exc:
             self.error = exc
-        finally:
-            self._finished.release()
 
 
 class _Pool:
@@ -70,9 +68,13 @@ class _Pool:
 
     def _work(self) -> None:
         while True:
-            self.tasks.get()._run()
+            task = self.tasks.get()
+            task._call()
+            # Idle before the task is seen to end: a caller that waits for it and then
+            # starts the next run finds this thread ready instead of starting another.
             with self.lock:
                 self.idle += 1
+            task._finished.release()
 
 
 _pool = _Pool()
