@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -20,8 +19,6 @@ from .formats._io import read_records
 from .judge import Problem, Submission
 from .judge.limits import derive_time_limit
 from .runner import Runner
-
-log = logging.getLogger("assay.evaluate")
 
 #: How the rows of a task that could not be judged begin their ``reason``.
 NOT_JUDGED = "not judged:"
@@ -210,7 +207,6 @@ def _with_expected(
                 if isinstance(got, str):
                     broken[task] = got
                     del ready[task]
-                    log.warning("%s %s", task, got)
                 else:
                     ready[task] = got
     return ready, broken

@@ -119,9 +119,7 @@ def run_scripts(
     ]
     with os.fdopen(report_r, "rb") as fh:
         lines = fh.read(1 << 20).splitlines()
-    for run in runs:
-        run.wait()
-    sub, test = (_background.outcome(r) for r in runs)
+    sub, test = (_background.outcome(r) for r in runs)  # each waits for its run
     return _grade(tests, lines, sub, test, stop_on_failure)
 
 
