@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import fcntl
@@ -74,7 +73,7 @@ class Sandbox:
         if self.report.cgroup_version != "none":
             self.cgroups = cgroups.detect(self.config.cgroup_root)
             if self.cgroups is not None:
-                self.reclaimed = self.cgroups.reclaim_stale()
+                self.cgroups.reclaim_stale()
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._zygote: ZygoteProcess | None = None
@@ -315,9 +314,6 @@ class Sandbox:
         # No silent re-run here: a run whose sandbox failed under it is reported as
         # sandbox_error (our fault); retrying is the scheduler's decision.
         return self._run_in(slot, req, files, collect)
-
-    async def execute_async(self, req: RunRequest) -> ExecResult:
-        return await asyncio.to_thread(self.execute, req)
 
     def _run_in(
         self,
