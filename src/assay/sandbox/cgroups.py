@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import ConfigError
