@@ -24,7 +24,7 @@ KillReason = Literal["time", "wall", "output", "stopped"]
 KILL_GRACE_S = 2.0
 #: How far past the default wall backstop a still-computing program may go.
 WALL_STRETCH = 4.0
-#: CPU share (of one core) that counts as "still computing" at the wall backstop.
+#: CPU share (of one core) below which a program is not computing at all.
 COMPUTING_SHARE = 0.02
 #: The share is measured over at least this much recent wall time. On a loaded host a
 #: computing program gets the CPU in slices of a few ms with long gaps between them, so a
@@ -179,7 +179,7 @@ class Supervision:
                     if self.kill_reason is None:
                         elapsed = now - self.started
                         if elapsed > wall_limit and (
-                            elapsed > hard_wall or not self._computing(window, now)
+                            elapsed > hard_wall or not self._on_course(window, now, hard_wall)
                         ):
                             stop("wall")
                         elif self.cg is not None and now >= next_cpu_check:
@@ -240,8 +240,11 @@ class Supervision:
                 poller.unregister(fd)
         return self._result()
 
-    def _computing(self, window: _CpuWindow, now: float) -> bool:
-        """Whether the program used a meaningful share of a CPU in the recent window."""
+    def _on_course(self, window: _CpuWindow, now: float, hard_wall: float) -> bool:
+        """Whether the run, past the wall backstop, is computing at a pace that reaches its
+        CPU limit within the stretch (``hard_wall``): a program slowed by a busy host is, a
+        mostly sleeping one (a few % of a CPU) is not, and is stopped now rather than holding
+        its slot for the whole stretch."""
         if self.cg is None:
             return False
         try:
@@ -249,7 +252,11 @@ class Supervision:
         except (OSError, ValueError):
             return False
         window.add(now, cpu)
-        return window.share() >= COMPUTING_SHARE
+        share = window.share()
+        if share < COMPUTING_SHARE:
+            return False
+        remaining = max(0.0, self.req.limits.time_s - cpu)
+        return now + remaining / share <= self.started + hard_wall
 
     def _on_program_message(self, sock: socket.socket) -> bool:
         """The program process's last words before it runs untrusted code; True at EOF."""
