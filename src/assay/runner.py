@@ -13,7 +13,7 @@ from dataclasses import replace
 from . import languages
 from .errors import ValidationError
 from .languages.cache import CompileCache
-from .sandbox import RunRequest, Sandbox, SandboxConfig
+from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
 from .types import ExecResult, Limits
 
 _CACHE_ENTRIES = 64
@@ -93,7 +93,18 @@ class Runner:
                 return built
             artifact = built
         program = lang.program(source, artifact)
-        req = languages.request(program, data, limits or Limits(), extra)
+        limits = limits or Limits()
+        req = languages.request(program, data, limits, extra)
+        need = files_disk_bytes(req.files)
+        if artifact is not None and need > limits.disk_mb << 20:
+            return ExecResult(
+                status="compile_error",
+                stderr=(
+                    f"assay: the build's output ({len(artifact) / (1 << 20):.1f} MiB) and the "
+                    f"run's files take {need / (1 << 20):.1f} MiB, more than the run's disk "
+                    f"(disk_mb={limits.disk_mb})\n"
+                ).encode(),
+            )
         if not args and not collect:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
@@ -146,6 +157,11 @@ class Runner:
                 return result
             if result.status != "ok" or artifact is None:
                 message = result.stderr or result.stdout
+                if result.status == "ok":
+                    message += (
+                        f"\nassay: the build left no {build.artifact} of at most "
+                        f"{COLLECT_MAX_BYTES >> 20} MiB\n"
+                    ).encode()
                 if result.status != "ok" and result.status != "runtime_error":
                     message += f"\ncompiler stopped: {result.status}".encode()
                 return ExecResult(

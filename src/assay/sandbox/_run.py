@@ -316,13 +316,20 @@ class Supervision:
             cpu = float(rec.get("cpu_s", 0.0))
             peak = int(rec.get("maxrss_bytes", 0))
         if rec and not self.running and self.kill_reason is None and self.error is None:
-            # The program process died before it took over: setup failed, our fault.
-            self.error = f"program setup failed: {self.setup_error or 'process died'}"
+            if oom:
+                # Writing the run's input files (charged to the run's memory, as its tmpfs
+                # pages are) did not fit its memory limit: the run's own doing.
+                self.setup_error = "the input files do not fit the run's memory limit"
+            else:
+                # The program process died before it took over: setup failed, our fault.
+                self.error = f"program setup failed: {self.setup_error or 'process died'}"
         exit_code = rec.get("exit_code")
         sig = rec.get("signal")
         if not rec and self.kill_reason is not None:
             sig = int(signal.SIGKILL)  # we killed it before it could report
         status = self._status(rec, cpu, oom, sig, exit_code)
+        if status == "memory_limit" and self.setup_error and not self.running:
+            self.err.add(f"assay: {self.setup_error}\n".encode())
         return ExecResult(
             status=status,
             exit_code=exit_code,

@@ -26,6 +26,12 @@ from .probe import HostReport, probe_host
 
 _MAX_FILES = 1000
 COLLECT_MAX_BYTES = 256 << 20
+_PAGE = 4096
+
+
+def files_disk_bytes(files: list[tuple[str, bytes, int]]) -> int:
+    """What ``files`` take of a run's tmpfs (which counts whole pages)."""
+    return sum(-(-len(content) // _PAGE) * _PAGE for _p, content, _m in files)
 
 
 def _validate_path(field: str, path: str) -> str:
@@ -307,6 +313,13 @@ class Sandbox:
         files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
         _check_collisions([p for p, _, _ in files])
         collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
+        need = files_disk_bytes(files)
+        if need > req.limits.disk_mb << 20:
+            raise ValidationError(
+                "files",
+                f"the input files take {need / (1 << 20):.1f} MiB, more than the run's disk "
+                f"(limits.disk_mb={req.limits.disk_mb})",
+            )
         try:
             slot = self._acquire(req.mode)
         except SandboxError as exc:
