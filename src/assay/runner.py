@@ -10,13 +10,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from . import languages
+from . import defaults, languages
 from .errors import ValidationError
 from .languages.cache import CompileCache
 from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
 from .types import ExecResult, Limits
-
-_CACHE_ENTRIES = 64
 
 
 class Runner:
@@ -36,6 +34,7 @@ class Runner:
         #: sits in front of it.
         self.compile_cache = compile_cache or CompileCache()
         self._cache: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+        self._cache_bytes = 0
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -182,10 +181,17 @@ class Runner:
             return artifact
 
     def _remember(self, key: str, artifact: bytes) -> None:
+        """Keep ``artifact`` in the in-memory LRU, bounded by bytes: one larger than
+        ``RUNNER_ARTIFACT_ENTRY_BYTES`` is served from the on-disk compile cache instead."""
         with self._lock:
-            self._cache[key] = artifact
-            while len(self._cache) > _CACHE_ENTRIES:
-                self._cache.popitem(last=False)
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self._cache_bytes -= len(old)
+            if len(artifact) <= defaults.RUNNER_ARTIFACT_ENTRY_BYTES:
+                self._cache[key] = artifact
+                self._cache_bytes += len(artifact)
+            while self._cache_bytes > defaults.RUNNER_ARTIFACT_BYTES:
+                self._cache_bytes -= len(self._cache.popitem(last=False)[1])
             self._building.pop(key, None)
 
 

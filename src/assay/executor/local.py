@@ -157,7 +157,16 @@ class LocalExecutor:
         self.retries = retries
         self.split = split
         self.queue = FairQueue(max_queued, order)
-        self.cache: ResultCache[Execution] | None = ResultCache(cache_entries) if cache else None
+        self.cache: ResultCache[Execution] | None = (
+            ResultCache(
+                cache_entries,
+                max_bytes=defaults.EXECUTOR_CACHE_BYTES,
+                max_entry_bytes=defaults.EXECUTOR_CACHE_ENTRY_BYTES,
+                sizeof=Execution.approx_bytes,
+            )
+            if cache
+            else None
+        )
         state = Path(state_dir) if state_dir is not None else defaults.state_dir()
         self.estimator = estimator or RuntimeEstimator(state / "estimates.sqlite")
         self.records: RecordWriter = (
@@ -400,10 +409,14 @@ class LocalExecutor:
             if self._inflight.get(job.key) is job:
                 del self._inflight[job.key]
             subs = list(job.subs)
+            # A finished job keeps neither its callers' handles nor its parts' results: a
+            # worker still holds it until its next task, and a handle holds a whole batch.
+            job.subs.clear()
         if job.parts is not None:
             ex = self.backend.merge(
                 job.job, [(job.parts[i][0], job.results[i]) for i in range(len(job.parts))]
             )
+        job.results.clear()
         if ex.verdict != "sandbox_error":
             if self.cache is not None:
                 self.cache.put(job.key, ex)
