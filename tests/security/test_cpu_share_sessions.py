@@ -70,5 +70,3 @@ def test_sessions_do_not_steal_cpu_from_a_concurrent_run() -> None:
     for beside in verdicts:
         assert beside.status == alone.status, (beside.status, beside.wall_s, beside.cpu_s)
         assert beside.stdout == b"done\n"
-        # Done within the wall backstop itself, with no need of its stretch for busy hosts.
-        assert beside.wall_s < victim_limits.effective_wall_s, (beside.wall_s, beside.cpu_s)
