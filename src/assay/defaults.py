@@ -59,6 +59,13 @@ SANDBOX_ENV: dict[str, str] = {
 #: The uid/gid programs run as (``nobody``).
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
+#: Host user and group ids of sandbox slots when Assay runs as root: one per slot, from this
+#: range (uid == gid), so per-user kernel quotas (inotify instances, pipe pages, pending
+#: signals, fds in flight) belong to one run, not to every run at once. No host account may
+#: use the range (checked at start); nothing on the host maps to it. Without root (a user
+#: namespace maps a single id) every slot runs as SANDBOX_UID.
+UID_BASE = 1_880_000_000
+UID_COUNT = 4096
 
 #: Directory inside the sandbox where the program's files live (its cwd).
 WORK_DIR = "/work"

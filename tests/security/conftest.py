@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from assay import Runner, Sandbox, defaults
+from assay.sandbox.config import is_sandbox_uid
 
 SANDBOX_UID = defaults.SANDBOX_UID
 _ZYGOTE_MARK = "from _inside import zygote"
@@ -65,7 +66,7 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     }
     found = []
     for pid, (uid, _ppid) in procs.items():
-        if uid != SANDBOX_UID:
+        if not is_sandbox_uid(uid):
             continue
         cur, under_foreign = pid, False
         for _ in range(64):  # walk up to the host's init
@@ -143,7 +144,7 @@ def leftovers(runner: Runner, tag: str) -> list[str]:
         time.sleep(0.3)
         others = [pid for pid in others if pid not in orphans or os.path.exists(f"/proc/{pid}")]
     if len(others) > sandbox.idle_slots:
-        found += [f"pid {pid} runs as uid {SANDBOX_UID}: {_cmdline(pid)[:80]!r}" for pid in others]
+        found += [f"pid {pid} runs as a sandbox uid: {_cmdline(pid)[:80]!r}" for pid in others]
     return found
 
 

@@ -72,6 +72,9 @@ class RunCgroup(Protocol):
 
     def cpu_seconds(self) -> float: ...
 
+    def thread_ids(self) -> list[int]:
+        """Host ids of every thread in the cgroup now."""
+
     def peak_memory_bytes(self) -> int: ...
 
     def oom_killed(self) -> bool: ...
@@ -179,6 +182,9 @@ class _V1Run:
 
     def cpu_seconds(self) -> float:
         return int(self.files.read(self._cpu, os.O_RDWR)) / 1e9
+
+    def thread_ids(self) -> list[int]:
+        return [int(t) for t in _read(os.path.join(self.dirs["pids"], "tasks")).split()]
 
     def peak_memory_bytes(self) -> int:
         return int(self.files.read(self._memsw_peak if self.memsw else self._peak, os.O_RDWR))
@@ -336,6 +342,9 @@ class _V2Run:
             if key == "usage_usec":
                 return int(value) / 1e6 - self._cpu_base
         return 0.0
+
+    def thread_ids(self) -> list[int]:
+        return [int(t) for t in _read(self._file("cgroup.threads")).split()]
 
     def peak_memory_bytes(self) -> int:
         if self._has_peak:

@@ -20,6 +20,7 @@ from ._inside import wire
 from ._launch import encode_spec
 from ._run import RunRequest, Supervision
 from ._slots import CgroupPool, SlotHandle
+from ._uids import UidPool, check_range
 from ._zygote import ZygoteProcess
 from .config import SandboxConfig
 from .probe import HostReport, probe_host
@@ -81,6 +82,11 @@ class Sandbox:
             if self.cgroups is not None:
                 self.cgroups.reclaim_stale()
         self._ids = itertools.count()
+        #: One host uid/gid per slot (as root); None: every slot runs as ``config.uid``.
+        self.uids: UidPool | None = None
+        if self.config.per_slot_ids():
+            check_range(self.config.uid_base, self.config.uid_count)
+            self.uids = UidPool(self.config.uid_base, self.config.uid_count)
         self._lock = threading.Lock()
         self._zygote: ZygoteProcess | None = None
         self._closed = False
@@ -136,6 +142,8 @@ class Sandbox:
             self._cg_pool.close()
         if self.cgroups is not None:
             self.cgroups.close()
+        if self.uids is not None:
+            self.uids.close()
 
     def _wake(self) -> None:
         fd = self._wake_w
@@ -198,17 +206,25 @@ class Sandbox:
     def _new_slot(self, zygote: ZygoteProcess, launcher: bool) -> SlotHandle:
         """Ask the fork server for one more slot, and arm it (returns before it is ready)."""
         sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        uid = self.uids.take() if self.uids is not None else None
+        msg: dict[str, object] = {
+            "op": "slot",
+            "id": f"{next(self._ids)}",
+            "max_runs": defaults.SLOT_MAX_RUNS,
+        }
+        if uid is not None:
+            msg["uid"] = msg["gid"] = uid
         try:
-            zygote.send(
-                {"op": "slot", "id": f"{next(self._ids)}", "max_runs": defaults.SLOT_MAX_RUNS},
-                [child.fileno()],
-            )
+            zygote.send(msg, [child.fileno()])
         except SandboxError:
             sock.close()
+            if uid is not None and self.uids is not None:
+                self.uids.give_back(uid, None)
             raise
         finally:
             child.close()
         slot = SlotHandle(sock, zygote, launcher)
+        slot.uid = uid
         self._arm(slot)
         return slot
 
@@ -270,6 +286,11 @@ class Sandbox:
         self._retire(slot)
 
     def _retire(self, slot: SlotHandle) -> None:
+        if slot.uid is not None and self.uids is not None:
+            # Reused once the slot's init (and so every process of the slot) is gone.
+            watch = os.dup(slot.pidfd) if slot.pidfd is not None else None
+            self.uids.give_back(slot.uid, watch)
+            slot.uid = None
         slot.close()
         if slot.cg is not None and self._cg_pool is not None:
             self._cg_pool.dispose(slot.cg)

@@ -12,7 +12,7 @@ import os
 
 
 class Native:
-    def __init__(self, path: str, workdir: str, uid: int, gid: int, userns: bool) -> None:
+    def __init__(self, path: str, workdir: str, userns: bool) -> None:
         lib = ctypes.CDLL(path, use_errno=True)
         self._arm = lib.assay_arm
         self._arm.restype = ctypes.c_int
@@ -37,7 +37,7 @@ class Native:
             ctypes.POINTER(ctypes.c_size_t),
         ]
         self._workdir = os.fsencode(workdir)
-        self._ids = (uid, gid, 1 if userns else 0)
+        self._userns = 1 if userns else 0
         self._bpf: bytes | None = None
         # Built now, in the fork server, so a run allocates as little as possible.
         self._spec = ctypes.c_void_p()
@@ -46,10 +46,10 @@ class Native:
     def set_filter(self, bpf: bytes | None) -> None:
         self._bpf = bpf
 
-    def arm(self, cg_fds: list[int], ruleset: int, req: int) -> bool:
-        """Join the cgroups, drop every privilege, Landlock, seccomp; False if it failed
-        (reported to the supervisor on ``req``)."""
-        uid, gid, userns = self._ids
+    def arm(self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int) -> bool:
+        """Join the cgroups, become ``uid``/``gid`` with no privilege, Landlock, seccomp;
+        False if it failed (reported to the supervisor on ``req``)."""
+        userns = self._userns
         cg = (ctypes.c_int * max(1, len(cg_fds)))(*cg_fds)
         bpf = self._bpf
         res = self._arm(
