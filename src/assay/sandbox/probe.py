@@ -9,8 +9,10 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import ConfigError
 from ._cgroupfs import _mountinfo, _read
 from ._inside import landlock, linux
+from ._uids import check_range
 from .cgroups import CGROUP_FS, V1_CONTROLLERS, V1_CPU_SHARES, V1_OPTIONAL, V2_CPU_WEIGHT
 from .config import SandboxConfig
 
@@ -33,6 +35,10 @@ class HostReport:
     #: How each run gets an equal CPU share ("" when it cannot: runs then share the
     #: supervisor's CPU group, one scheduling share per session a program makes).
     cpu_weights: str = ""
+    #: Host ids sandboxed programs run as: a range, one id per slot (as root), or the single
+    #: id of user-namespace mode; and whether no host account uses them.
+    sandbox_ids: str = ""
+    sandbox_ids_ok: bool = True
     seccomp: bool = False
     seccomp_detail: str = ""
     landlock_abi: int = 0
@@ -104,6 +110,19 @@ def _cgroups(report: HostReport, cfg: SandboxConfig) -> None:
         report.notes.append("no cgroup file system mounted")
 
 
+def _ids(report: HostReport, cfg: SandboxConfig) -> None:
+    if cfg.per_slot_ids():
+        first, last = cfg.uid_base, cfg.uid_base + cfg.uid_count - 1
+        report.sandbox_ids = f"uid/gid {first}..{last}, one per slot"
+        try:
+            check_range(cfg.uid_base, cfg.uid_count)
+        except ConfigError as exc:
+            report.sandbox_ids_ok = False
+            report.notes.append(str(exc))
+    else:
+        report.sandbox_ids = f"uid/gid {cfg.uid}/{cfg.gid} for every slot (user namespace)"
+
+
 def probe_host(cfg: SandboxConfig | None = None) -> HostReport:
     cfg = cfg or SandboxConfig()
     root = os.geteuid() == 0
@@ -114,6 +133,7 @@ def probe_host(cfg: SandboxConfig | None = None) -> HostReport:
     for name, flag in NS_FLAGS:
         report.namespaces[name] = (root or report.userns) and _try_unshare(flag | extra)
     _cgroups(report, cfg)
+    _ids(report, cfg)
     lib = ctypes.util.find_library("seccomp")
     kernel_seccomp = "Seccomp:" in _read("/proc/self/status")
     report.seccomp = bool(lib) and kernel_seccomp and cfg.seccomp
