@@ -12,8 +12,18 @@ import os
 
 
 class Native:
-    def __init__(self, path: str, workdir: str, userns: bool) -> None:
-        lib = ctypes.CDLL(path, use_errno=True)
+    def __init__(self, library_fd: int, workdir: str, userns: bool) -> None:
+        # Loaded from a memfd copy of the open file: the memory map names ``/memfd:libassay``,
+        # not where Assay keeps the library on the host. ``library_fd`` is closed.
+        copy = os.memfd_create("libassay", os.MFD_CLOEXEC)
+        try:
+            size = os.fstat(library_fd).st_size
+            while os.sendfile(copy, library_fd, None, size) > 0:
+                pass
+            lib = ctypes.CDLL(f"/proc/self/fd/{copy}", use_errno=True)
+        finally:
+            os.close(copy)
+            os.close(library_fd)
         self._arm = lib.assay_arm
         self._arm.restype = ctypes.c_int
         self._arm.argtypes = [

@@ -119,6 +119,8 @@ def _arm_and_take(
         for fd in cg_fds:
             os.write(fd, b"0")  # join the run's cgroups (one fd per hierarchy)
             os.close(fd)
+        if cg_fds:  # /proc/self/cgroup then shows "/", not the host's cgroup paths
+            linux.unshare(linux.CLONE_NEWCGROUP)
         if a.filter is None:  # the filter refuses every IPC syscall (seccomp.IPC_SYSCALLS)
             linux.unshare(linux.CLONE_NEWIPC)  # SysV IPC and POSIX queues of this run only
         os.setsid()

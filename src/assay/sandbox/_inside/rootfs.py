@@ -113,6 +113,48 @@ def enter(root: str) -> None:
     linux.pivot_root(".", ".")
     linux.umount2(".", linux.MNT_DETACH)
     os.chdir("/")
+    mask_proc()
+
+
+#: /proc files that describe the host rather than the run (boot command line, kernel
+#: configuration and symbols, boot id, keys, timers, scheduler state): each is covered by an
+#: empty, read-only file. Directories of host hardware get an empty read-only tmpfs.
+MASKED_PROC_FILES = (
+    "cmdline",
+    "config.gz",
+    "bootconfig",
+    "kallsyms",
+    "modules",
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "sysrq-trigger",
+    "sys/kernel/random/boot_id",
+)
+MASKED_PROC_DIRS = ("acpi", "asound", "scsi", "driver")
+
+
+def mask_proc() -> None:
+    """Cover :data:`MASKED_PROC_FILES` and :data:`MASKED_PROC_DIRS` (in the slot's own
+    procfs, after ``pivot_root``)."""
+    for name in MASKED_PROC_FILES:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            linux.mount("/dev/null", path, None, linux.MS_BIND)
+            linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY)
+    for name in MASKED_PROC_DIRS:
+        path = "/proc/" + name
+        if os.path.isdir(path):
+            linux.mount(
+                "tmpfs",
+                path,
+                "tmpfs",
+                linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
+                "size=4k,nr_inodes=1,mode=555",
+            )
 
 
 def slot_accounts(uid: int, gid: int) -> None:

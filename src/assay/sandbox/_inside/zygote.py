@@ -55,7 +55,7 @@ class Zygote:
         self.filter: seccomp.Filter | None = None
         self.native: native.Native | None = None
         self.landlock_abi = 0
-        self.base_path = [p for p in sys.path if p and p != cfg["inside_dir"]]
+        self.base_path = [p for p in sys.path if p]
         #: Built by :meth:`prepare`; each slot gets a copy with its own ids.
         self.arming: Arming | None = None
 
@@ -78,16 +78,16 @@ class Zygote:
                 fh.write(f"{cfg['gid']} {gid} 1\n")
         linux.unshare(linux.CLONE_NEWNS)
         launcher = None
-        if cfg.get("launcher"):
+        cfg["launcher"] = False
+        if cfg["launcher_fd"] >= 0:
             try:
-                with open(cfg["launcher"], "rb") as fh:
-                    launcher = fh.read()
+                launcher = _read_fd(cfg["launcher_fd"])
+                cfg["launcher"] = True
             except OSError as exc:  # executables then start from a fork, as Python does
                 info["launcher_error"] = str(exc)
-                cfg["launcher"] = None
-        if cfg.get("native"):  # before the template root covers the mount point
+        if cfg["native_fd"] >= 0:
             try:
-                self.native = native.Native(cfg["native"], cfg["workdir"], cfg["userns"])
+                self.native = native.Native(cfg["native_fd"], cfg["workdir"], cfg["userns"])
             except OSError as exc:  # the same steps in Python, slower
                 info["native_error"] = str(exc)
         info["native"] = self.native is not None
@@ -207,6 +207,14 @@ class Zygote:
         slot.reset_worker(self.cfg, arming, reset_c1)  # until the slot's init is gone
         os.waitpid(pid, 0)
         os._exit(0)
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole content of the file ``fd``, which is then closed."""
+    try:
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
 
 
 def make_intern_headroom(limit: int = 1 << 20) -> int:
