@@ -181,8 +181,7 @@ class LocalExecutor:
         if isinstance(self.backend, SandboxBackend):
             # Two armed sandboxes per slot: a slot that just finished a run re-arms in the
             # background while the worker takes the other, so a burst finds them ready.
-            sandbox = self.backend.runner.sandbox
-            sandbox.warm_up(min(2 * self.slots, sandbox.pool_size))
+            self.backend.runner.warm_up(2 * self.slots)
         self._workers = [
             threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
             for i in range(self.slots)

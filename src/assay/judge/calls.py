@@ -14,8 +14,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from ..runner import Runner
-from ..sandbox import RunRequest
+from ..runner import Runner, RunRequest
 from ..types import ExecResult, Limits
 from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
@@ -61,12 +60,12 @@ def call_values(
     req = RunRequest(
         "python",
         [main, "/work/solution.py"],
-        [server, ("solution.py", code, 0o644)],
+        [*server, ("solution.py", code, 0o644)],
         limits=limits,
         pass_fds=(inside.detach(),),
         stop_fd=stop_r,
     )
-    worker = _background.start(lambda: runner.sandbox.execute(req))
+    worker = _background.start(lambda: runner.execute(req))
     replies: list[Reply] = []
     link = _Link(host, worker)
     first = 1 if keep_going is not None else len(requests)

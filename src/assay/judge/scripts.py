@@ -16,8 +16,7 @@ import os
 import socket
 import warnings
 
-from ..runner import Runner
-from ..sandbox import RunRequest
+from ..runner import Runner, RunRequest
 from ..types import ExecResult, Limits
 from . import _background, _trusted
 from .types import TestCase, TestResult, Verdict
@@ -93,7 +92,7 @@ def run_scripts(
     server = RunRequest(
         "python",
         [server_main, "/work/solution.py"],
-        [server_file, ("solution.py", code, 0o644)],
+        [*server_file, ("solution.py", code, 0o644)],
         limits=limits,
         pass_fds=(sub_end.detach(),),
     )
@@ -107,15 +106,15 @@ def run_scripts(
         "python",
         [harness_main, "/work/_assay_spec.json"],
         [
-            harness_file,
+            *harness_file,
             ("_assay_spec.json", json.dumps(spec).encode(), 0o444),
         ],
         limits=harness_limits,
         pass_fds=(test_end.detach(), report_w),
     )
     runs = [
-        _background.start(lambda: runner.sandbox.execute(server)),
-        _background.start(lambda: runner.sandbox.execute(harness)),
+        _background.start(lambda: runner.execute(server)),
+        _background.start(lambda: runner.execute(harness)),
     ]
     with os.fdopen(report_r, "rb") as fh:
         lines = fh.read(1 << 20).splitlines()

@@ -16,8 +16,7 @@ import threading
 
 from .. import defaults
 from ..judge import Judgement, Problem, Submission
-from ..runner import Runner
-from ..sandbox import RunRequest
+from ..runner import Runner, RunRequest
 from ..types import Limits
 from .base import RewardResult, unusable
 
@@ -121,7 +120,7 @@ class QualityReward:
             limits=Limits(time_s=defaults.QUALITY_TIME_S, memory_mb=defaults.QUALITY_MEMORY_MB),
             env=dict(defaults.QUALITY_ENV),
         )
-        result = self.runner.sandbox.execute(request)
+        result = self.runner.execute(request)
         # ruff exits 0 when clean, 1 with findings; anything else is a failure of the tool.
         if result.status not in ("ok", "runtime_error") or result.exit_code not in (0, 1):
             tail = result.stderr.decode(errors="replace")[-300:].strip()
