@@ -69,7 +69,7 @@ def _runner(insecure: bool) -> Any:
     except InsecureHostError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(EXIT_SANDBOX) from exc
-    if runner.sandbox.insecure:
+    if runner.insecure:
         _insecure_banner()
     return runner
 

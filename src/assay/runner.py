@@ -79,6 +79,11 @@ class Runner:
         magic = self.sandbox.zygote_info.get("bytecode_magic")
         return magic if isinstance(magic, str) else None
 
+    @property
+    def insecure(self) -> bool:
+        """True when the sandbox runs without some mandatory isolation control (opted out)."""
+        return self.sandbox.insecure
+
     def warm_up(self, slots: int) -> None:
         """Arm up to ``slots`` sandboxes now (at most the pool size) instead of on first use."""
         self.sandbox.warm_up(min(slots, self.sandbox.pool_size))
