@@ -13,6 +13,7 @@ from ._relative import RelativeReward, check_floor
 
 #: ``Problem.metadata`` key read when no reference is passed to the constructor.
 METADATA_KEY = "reference_cpu_s"
+FLOOR_S = defaults.EFFICIENCY_CPU_FLOOR_S
 
 
 class EfficiencyReward(RelativeReward):
@@ -26,11 +27,7 @@ class EfficiencyReward(RelativeReward):
     names = ("cpu_s", "reference_cpu_s")
     unit = "s"
 
-    def __init__(
-        self,
-        reference_cpu_s: float | None = None,
-        floor_s: float = defaults.EFFICIENCY_CPU_FLOOR_S,
-    ) -> None:
+    def __init__(self, reference_cpu_s: float | None = None, floor_s: float = FLOOR_S) -> None:
         self.reference_cpu_s = reference_cpu_s
         self.floor_s = check_floor("floor_s", floor_s)
         super().__init__(reference_cpu_s, self.floor_s)

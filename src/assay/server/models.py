@@ -139,6 +139,10 @@ class TestModel(BaseModel):
     fn_name: str | None = None
     args: list[Any] = []
     expected_value: Any = None
+    options: dict[str, Any] = Field(
+        {},
+        description="call tests: also (other accepted values), tuples_as_lists, atol, rtol",
+    )
     name: str = ""
 
 
