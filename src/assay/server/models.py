@@ -220,11 +220,15 @@ class BatchStatus(BaseModel):
 
 
 class RewardRequest(BaseModel):
-    """OpenRLHF's remote reward model request."""
+    """OpenRLHF's remote reward model request, plus Assay's optional ``limits`` (for every
+    entry; default: 4 s CPU, 1 GiB, as APPS) and ``stop_on_failure`` (default true: the
+    binary reward needs the verdict only, so a sample stops at its first failed test)."""
 
     query: list[str]
     prompts: list[str] | None = None
     labels: list[Any] | None = None
+    limits: LimitsModel | None = None
+    stop_on_failure: bool = True
 
 
 class RewardResponse(BaseModel):
