@@ -188,4 +188,5 @@ def test_a_task_whose_reference_fails_is_reported_not_fatal(tmp_path: Path) -> N
     broken = got["HumanEval/1", 0]
     assert (broken["verdict"], broken["reward"]) == ("sandbox_error", None)
     assert "not judged" in broken["reason"] and "reference" in broken["reason"]
+    assert broken["judged"] is False and got["HumanEval/0", 0]["judged"] is True
     assert "HumanEval/1" in proc.stderr  # named in a warning, not only in the rows

@@ -5,6 +5,7 @@ The public API lives here; everything else is private to the package.
 
 from .errors import (
     AssayError,
+    ClosedError,
     ConfigError,
     InsecureHostError,
     Overloaded,
@@ -37,6 +38,7 @@ __all__ = [
     "AssayError",
     "BatchHandle",
     "BinaryReward",
+    "ClosedError",
     "CompositeReward",
     "ConfigError",
     "EfficiencyReward",

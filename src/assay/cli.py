@@ -323,7 +323,7 @@ def eval_(
     --samples samples.jsonl --out results.jsonl[/]
     """
     from ._progress import judging_progress
-    from .evaluate import NOT_JUDGED, evaluate, summarize
+    from .evaluate import evaluate, summarize
     from .formats import FORMATS
 
     if fmt not in FORMATS:
@@ -351,9 +351,9 @@ def eval_(
                 fmt,
                 samples,
                 out,
-                tests,
-                workers,
-                runner,
+                tests=tests,
+                workers=workers,
+                runner=runner,
                 on_result=on_row,
                 records=records,
                 cache=cache,
@@ -367,9 +367,7 @@ def eval_(
         raise typer.Exit(EXIT_USAGE) from exc
     finally:
         runner.close()
-    not_judged = sorted(
-        {(r["task_id"], r["reason"]) for r in rows if r["reason"].startswith(NOT_JUDGED)}
-    )
+    not_judged = sorted({(r["task_id"], r["reason"]) for r in rows if not r["judged"]})
     for task, reason in not_judged:
         err_console.print(f"[yellow]warning:[/] {task}: {reason}")
     summary = summarize(rows)

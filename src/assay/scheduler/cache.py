@@ -12,13 +12,15 @@ import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
+from ..errors import ValidationError
+
 V = TypeVar("V")
 
 
 class ResultCache(Generic[V]):
     def __init__(self, max_entries: int = 100_000) -> None:
         if max_entries < 0:
-            raise ValueError("max_entries must be >= 0")
+            raise ValidationError("max_entries", "must be >= 0")
         self.max_entries = max_entries
         self._data: OrderedDict[str, V] = OrderedDict()
         self._lock = threading.Lock()

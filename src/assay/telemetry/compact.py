@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import ValidationError
 from . import defaults
 from ._jsonl import claim_segment, parse_lines, segment_date, utc_date
 from ._store import Store, basename, resolve
@@ -146,7 +147,7 @@ def query(
     are taken as UTC. JSONL records that do not fit the schema are skipped with a warning.
     """
     if limit is not None and limit < 0:
-        raise ValueError(f"limit: must be >= 0, got {limit}")
+        raise ValidationError("limit", f"must be >= 0, got {limit}")
     store = Store(resolve(target))
     lo = _epoch(since)
     hi = _epoch(until)

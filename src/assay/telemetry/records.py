@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import pyarrow as pa
 
+from ..errors import ClosedError
 from . import defaults
 from ._jsonl import JsonlWriter, parse_lines
 from ._remote import FsspecWriter
@@ -216,7 +217,7 @@ class MemoryWriter:
     def write(self, record: Mapping[str, Any]) -> None:
         with self._lock:
             if self.closed:
-                raise ValueError("write to a closed MemoryWriter")
+                raise ClosedError("write to a closed MemoryWriter")
             self.records.append(dict(record))
 
     def flush(self) -> None:
