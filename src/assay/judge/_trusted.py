@@ -14,7 +14,8 @@ import marshal
 from importlib import resources
 from importlib.util import MAGIC_NUMBER
 
-from ..runner import Runner
+from ..runner import Runner, RunRequest
+from ..types import Limits
 
 _PKG = resources.files("assay.judge._inside")
 CALLSERVER = "callserver.py"
@@ -51,3 +52,19 @@ def _pyc(name: str, stem: str) -> File:
 
 def _py(name: str, stem: str) -> File:
     return f"{stem}.py", source(name), 0o444
+
+
+def call_server(
+    runner: Runner, code: bytes, limits: Limits, channel: int, stop_fd: int = -1
+) -> RunRequest:
+    """The sandbox run that loads submission ``code`` and answers calls on fd 3, which is
+    ``channel`` (given to the run); writing to ``stop_fd`` kills it early."""
+    main, files = script(runner, CALLSERVER, "_assay_callserver")
+    return RunRequest(
+        "python",
+        [main, "/work/solution.py"],
+        [*files, ("solution.py", code, 0o644)],
+        limits=limits,
+        pass_fds=(channel,),
+        stop_fd=stop_fd,
+    )

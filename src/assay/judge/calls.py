@@ -14,7 +14,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from ..runner import Runner, RunRequest
+from ..runner import Runner
 from ..types import ExecResult, Limits
 from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
@@ -56,15 +56,7 @@ def call_values(
     ]
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
-    main, server = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
-    req = RunRequest(
-        "python",
-        [main, "/work/solution.py"],
-        [*server, ("solution.py", code, 0o644)],
-        limits=limits,
-        pass_fds=(inside.detach(),),
-        stop_fd=stop_r,
-    )
+    req = _trusted.call_server(runner, code, limits, inside.detach(), stop_fd=stop_r)
     worker = _background.start(lambda: runner.execute(req))
     replies: list[Reply] = []
     link = _Link(host, worker)

@@ -88,14 +88,7 @@ def run_scripts(
     }
     sub_end, test_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     report_r, report_w = os.pipe()
-    server_main, server_file = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
-    server = RunRequest(
-        "python",
-        [server_main, "/work/solution.py"],
-        [*server_file, ("solution.py", code, 0o644)],
-        limits=limits,
-        pass_fds=(sub_end.detach(),),
-    )
+    server = _trusted.call_server(runner, code, limits, sub_end.detach())
     harness_limits = Limits(
         time_s=max(5.0, 2 * limits.time_s),
         wall_s=limits.effective_wall_s + 10,
