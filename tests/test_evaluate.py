@@ -64,6 +64,7 @@ def test_eval_cli(tmp_path: Path) -> None:
         "passed",
         "total",
         "time_limit_s",
+        "judged",
         "reason",
     }
     assert {r["time_limit_s"] for r in got} == {1.0}  # derived: max(1 s, 4 x the reference)

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -347,3 +348,18 @@ def test_every_result_has_its_own_record_and_id() -> None:
     assert ran.source_job_id == ran.job_id
     assert all(r.source_job_id == ran.job_id for r in results)
     assert sum(r["cache_hit"] for r in records.records) == 3
+
+
+def test_stored_records_count_every_result(tmp_path: Path) -> None:
+    """``assay records`` reads back one row per result: cache hits and in-flight twins no
+    longer share an id (the store keeps one row per id and attempt)."""
+    from assay.telemetry import query
+
+    fn = Counting(lambda j: (time.sleep(0.05), judged(j))[1])
+    with executor(fn, records=tmp_path / "records") as ex:
+        results = ex.run([Submission(problem("p", 0.05), "print(1)") for _ in range(4)])
+        results += ex.run([Submission(problem("p", 0.05), "print(1)")])
+    assert len(fn.calls) == 1
+    table = query(tmp_path / "records")
+    assert table.num_rows == len(results) == 5
+    assert sorted(table["job_id"].to_pylist()) == sorted(r.job_id for r in results)
