@@ -363,3 +363,5 @@ def test_stored_records_count_every_result(tmp_path: Path) -> None:
     table = query(tmp_path / "records")
     assert table.num_rows == len(results) == 5
     assert sorted(table["job_id"].to_pylist()) == sorted(r.job_id for r in results)
+    [ran] = [r.job_id for r in results if not r.cache_hit]
+    assert table["source_job_id"].to_pylist() == [ran] * 5

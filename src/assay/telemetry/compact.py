@@ -158,7 +158,7 @@ def query(
             continue
         try:
             with store.fs.open(path, "rb") as f:
-                table = pq.read_table(f).select(SCHEMA.names).cast(SCHEMA)
+                table = _conform(pq.read_table(f))
         except FileNotFoundError:
             continue
         parts.append(table if where is None else table.filter(where))
@@ -170,6 +170,17 @@ def query(
     result = _dedupe(pa.concat_tables(parts))
     result = result.sort_by([("ended_at", "descending")])
     return result if limit is None else result.slice(0, limit)
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """``table`` with :data:`SCHEMA`'s columns in order; a column added to the schema after
+    the file was written (e.g. ``source_job_id``) is null."""
+    for name in SCHEMA.names:
+        if name not in table.column_names:
+            table = table.append_column(
+                SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
+            )
+    return table.select(SCHEMA.names).cast(SCHEMA)
 
 
 def _epoch(moment: datetime | None) -> float | None:

@@ -113,6 +113,9 @@ class Record(TypedDict):
     cache_hit: bool
     worker: str
     host: str
+    #: The job whose run produced the result: ``job_id`` itself, or for a cache hit the
+    #: earlier job it was answered from (null in records written before this field).
+    source_job_id: str | None
 
 
 _LIMITS = pa.struct(
@@ -181,6 +184,7 @@ SCHEMA = pa.schema(
             ("cache_hit", pa.bool_()),
             ("worker", pa.string()),
             ("host", pa.string()),
+            ("source_job_id", pa.string()),
         )
     ],
     metadata={"assay.record_version": str(RECORD_VERSION)},
