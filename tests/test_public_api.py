@@ -111,3 +111,20 @@ def test_integrations_surface() -> None:
     assert {"RewardConfig", "extract_code", "parse_ground_truth"} <= set(integrations.__all__)
     assert {"compute_score", "compute_score_batch", "KEYS"} <= set(verl.__all__)
     assert {"make_reward_func", "reward_func"} <= set(trl.__all__)
+
+
+def test_wide_signatures_take_keywords_only() -> None:
+    """A call with a dozen positional arguments is a call nobody can read or safely
+    extend: past the first few, parameters are keyword-only."""
+    import dataclasses
+    import inspect
+
+    from assay.evaluate import evaluate
+    from assay.executor import JobResult
+    from assay.integrations import RewardConfig
+
+    params = list(inspect.signature(evaluate).parameters.values())
+    assert [p.name for p in params[:4]] == ["dataset", "fmt", "samples_path", "out_path"]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[4:])
+    for cls in (JobResult, RewardConfig):
+        assert all(f.kw_only for f in dataclasses.fields(cls)), cls
