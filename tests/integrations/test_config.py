@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from assay import Limits, LocalExecutor
+from assay import BinaryReward, Limits, LocalExecutor
 from assay.executor import Execution, InMemoryBackend, Job
 from assay.integrations import RewardConfig
 from assay.integrations.trl import make_reward_func, make_reward_func_async
@@ -61,7 +61,8 @@ def test_stop_on_failure_is_on_for_the_binary_reward_only(flags: Flags) -> None:
         compute_score("a", fenced("print(3)"), STDIO, executor=ex, stop_on_failure=False)
         f = make_reward_func(column="tests", executor=ex, stop_on_failure=True, reward="fraction")
         f(prompts=["p"], completions=[fenced("print(4)")], tests=[STDIO])
-    assert [stop for stop, _ in flags.seen] == [True, False, False, True]
+        compute_score("a", fenced("print(6)"), STDIO, executor=ex, reward=BinaryReward())
+    assert [stop for stop, _ in flags.seen] == [True, False, False, True, True]
 
 
 def test_limits_replace_the_datasets_for_every_row(flags: Flags) -> None:

@@ -23,7 +23,7 @@ from .. import languages
 from ..errors import ValidationError
 from ..executor import BatchHandle, JobResult, LocalExecutor
 from ..judge import Problem, Submission, validate
-from ..reward import RewardFn
+from ..reward import BinaryReward, RewardFn
 from ..reward import get as get_reward
 from ..types import Limits
 from ._remote import RemoteJudge, RemoteRefused, RemoteResult, Transport
@@ -139,7 +139,9 @@ class RewardConfig:
     def stops_on_failure(self) -> bool:
         if self.stop_on_failure is not None:
             return self.stop_on_failure
-        return isinstance(self.reward, str) and self.reward in _VERDICT_ONLY
+        if isinstance(self.reward, str):
+            return self.reward in _VERDICT_ONLY
+        return type(self.reward) is BinaryReward
 
     def reward_fn(self) -> RewardFn:
         return get_reward(self.reward) if isinstance(self.reward, str) else self.reward
