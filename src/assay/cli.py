@@ -214,6 +214,8 @@ def doctor(
         row(f"{name} namespace", ok, True)
     for name, ok in report.cgroup_controllers.items():
         row(f"cgroup {report.cgroup_version} {name}", ok, name in ("memory", "pids"))
+    row("per-run CPU weight", bool(report.cpu_weights), False, report.cpu_weights or "off")
+    row("sandbox user ids", report.sandbox_ids_ok, True, report.sandbox_ids)
     row("seccomp", report.seccomp, True, report.seccomp_detail)
     row("Landlock", report.landlock_abi > 0, False, f"ABI {report.landlock_abi}")
     row("sandbox interpreter", report.python_ok, True, report.python)

@@ -59,6 +59,13 @@ SANDBOX_ENV: dict[str, str] = {
 #: The uid/gid programs run as (``nobody``).
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
+#: Host user and group ids of sandbox slots when Assay runs as root: one per slot, from this
+#: range (uid == gid), so per-user kernel quotas (inotify instances, pipe pages, pending
+#: signals, fds in flight) belong to one run, not to every run at once. No host account may
+#: use the range (checked at start); nothing on the host maps to it. Without root (a user
+#: namespace maps a single id) every slot runs as SANDBOX_UID.
+UID_BASE = 1_880_000_000
+UID_COUNT = 4096
 
 #: Directory inside the sandbox where the program's files live (its cwd).
 WORK_DIR = "/work"
@@ -153,6 +160,14 @@ QUALITY_ENV: dict[str, str] = {**SANDBOX_ENV, "RAYON_NUM_THREADS": "1"}
 EXECUTOR_MAX_QUEUED = 50_000
 #: Finished results kept for identical submissions (LRU).
 EXECUTOR_CACHE_ENTRIES = 100_000
+#: ... and at most this many bytes of them (outputs, files, messages); a result holding more
+#: than ``EXECUTOR_CACHE_ENTRY_BYTES`` is not kept.
+EXECUTOR_CACHE_BYTES = 64 << 20
+EXECUTOR_CACHE_ENTRY_BYTES = 1 << 20
+#: Built artefacts kept in memory by a Runner (in front of the on-disk compile cache); a
+#: larger artefact is read from disk on each use.
+RUNNER_ARTIFACT_BYTES = 64 << 20
+RUNNER_ARTIFACT_ENTRY_BYTES = 8 << 20
 #: Extra attempts after a ``sandbox_error`` (our fault); never for the program's failures.
 EXECUTOR_RETRIES = 2
 #: A submission is spread over idle slots only if it is expected to take at least this long;

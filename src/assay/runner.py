@@ -10,15 +10,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from . import languages
+from . import defaults, languages
 from .errors import ValidationError
 from .languages.cache import CompileCache
-from .sandbox import RunRequest, Sandbox, SandboxConfig
+from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
 from .types import ExecResult, Limits
 
 __all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
-
-_CACHE_ENTRIES = 64
 
 
 class Runner:
@@ -38,6 +36,7 @@ class Runner:
         #: sits in front of it.
         self.compile_cache = compile_cache or CompileCache()
         self._cache: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+        self._cache_bytes = 0
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
 
@@ -116,7 +115,18 @@ class Runner:
                 return built
             artifact = built
         program = lang.program(source, artifact)
-        req = languages.request(program, data, limits or Limits(), extra)
+        limits = limits or Limits()
+        req = languages.request(program, data, limits, extra)
+        need = files_disk_bytes(req.files)
+        if artifact is not None and need > limits.disk_mb << 20:
+            return ExecResult(
+                status="compile_error",
+                stderr=(
+                    f"assay: the build's output ({len(artifact) / (1 << 20):.1f} MiB) and the "
+                    f"run's files take {need / (1 << 20):.1f} MiB, more than the run's disk "
+                    f"(disk_mb={limits.disk_mb})\n"
+                ).encode(),
+            )
         if not args and not collect:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
@@ -182,6 +192,11 @@ class Runner:
             return result
         if result.status != "ok" or artifact is None:
             message = result.stderr or result.stdout
+            if result.status == "ok":
+                message += (
+                    f"\nassay: the build left no {build.artifact} of at most "
+                    f"{COLLECT_MAX_BYTES >> 20} MiB\n"
+                ).encode()
             if result.status != "ok" and result.status != "runtime_error":
                 message += f"\ncompiler stopped: {result.status}".encode()
             return ExecResult(
@@ -202,10 +217,17 @@ class Runner:
         return artifact
 
     def _remember(self, key: str, artifact: bytes) -> None:
+        """Keep ``artifact`` in the in-memory LRU, bounded by bytes: one larger than
+        ``RUNNER_ARTIFACT_ENTRY_BYTES`` is served from the on-disk compile cache instead."""
         with self._lock:
-            self._cache[key] = artifact
-            while len(self._cache) > _CACHE_ENTRIES:
-                self._cache.popitem(last=False)
+            old = self._cache.pop(key, None)
+            if old is not None:
+                self._cache_bytes -= len(old)
+            if len(artifact) <= defaults.RUNNER_ARTIFACT_ENTRY_BYTES:
+                self._cache[key] = artifact
+                self._cache_bytes += len(artifact)
+            while self._cache_bytes > defaults.RUNNER_ARTIFACT_BYTES:
+                self._cache_bytes -= len(self._cache.popitem(last=False)[1])
 
 
 _default: Runner | None = None

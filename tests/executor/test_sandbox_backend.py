@@ -11,6 +11,7 @@ import pytest
 
 from assay import Limits, Problem, Runner, Submission, TestCase
 from assay.executor import LocalExecutor, RunJob
+from assay.sandbox.config import is_sandbox_uid
 from assay.scheduler import RuntimeEstimator
 from assay.telemetry import MemoryWriter
 
@@ -73,7 +74,7 @@ def _slot_inits_running_programs(zygote: int) -> list[int]:
         for kid in kids:
             try:
                 if (
-                    os.stat(f"/proc/{kid}").st_uid == 65534
+                    is_sandbox_uid(os.stat(f"/proc/{kid}").st_uid)
                     and os.stat(f"/proc/{pid}").st_uid == 0
                     and _cpu_ticks(kid) >= 3
                 ):

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from assay import defaults
+from assay.sandbox.config import is_sandbox_uid
 
 SANDBOX_UID = defaults.SANDBOX_UID
 
@@ -82,9 +83,9 @@ def sandbox_program_with_child(root: int) -> bool:
     that the test's own program is running, whatever the pool looks like.
     """
     for pid in descendants(root):
-        if uid_of(pid) == SANDBOX_UID:
+        if is_sandbox_uid(uid_of(pid)):
             parent = ppid_of(pid)
-            if parent is not None and uid_of(parent) == SANDBOX_UID:
+            if parent is not None and is_sandbox_uid(uid_of(parent)):
                 return True
     return False
 

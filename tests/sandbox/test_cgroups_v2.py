@@ -32,6 +32,7 @@ INTERFACE = {
     "cgroup.procs": "",
     "cgroup.events": "populated 0\nfrozen 0\n",
     "cpu.stat": "usage_usec 0\nuser_usec 0\nsystem_usec 0\n",
+    "cpu.weight": "",
     "memory.max": "",
     "memory.swap.max": "",
     "memory.current": "0\n",
@@ -147,6 +148,7 @@ def test_create_makes_a_fresh_armed_cgroup_per_run(fs: FakeCgroupFS) -> None:
         assert (path / "memory.max").read_text() == str(mem)
         assert (path / "memory.swap.max").read_text() == "0"
         assert (path / "pids.max").read_text() == str(pids)
+        assert (path / "cpu.weight").read_text() == "100"  # equal CPU weight for every run
     assert first.destroy() and second.destroy()
     assert not Path(first.path).exists()
     backend.close()
@@ -320,7 +322,16 @@ def test_detect_picks_v1_on_this_host() -> None:
     try:
         assert isinstance(backend, CgroupV1)
         assert backend.version == "v1"
-        assert set(backend.parents) == {"memory", "pids", "cpuacct"}
+        assert (
+            {"memory", "pids", "cpuacct"}
+            <= set(backend.parents)
+            <= {
+                "memory",
+                "pids",
+                "cpuacct",
+                "cpu",
+            }
+        )
         for parent in backend.parents.values():
             assert os.path.isdir(os.path.join(parent, backend.session))
     finally:

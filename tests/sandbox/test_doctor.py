@@ -74,3 +74,30 @@ def test_secure_sandbox_is_not_flagged(runner: Runner) -> None:
         "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])"
     )
     assert (r.status, r.stdout) == ("ok", b"2\n")
+
+
+def test_report_names_the_sandbox_id_range_and_cpu_weights() -> None:
+    cfg = SandboxConfig()
+    report = probe_host(cfg)
+    first, last = cfg.uid_base, cfg.uid_base + cfg.uid_count - 1
+    assert report.sandbox_ids == f"uid/gid {first}..{last}, one per slot"
+    assert report.sandbox_ids_ok is True
+    assert report.cpu_weights.endswith("per run"), report.cpu_weights
+    taken = probe_host(SandboxConfig(uid_base=1, uid_count=2))  # daemon, bin on Debian
+    assert taken.sandbox_ids_ok is False
+    assert any("used on this host" in note for note in taken.notes)
+
+
+def test_doctor_prints_the_id_range_and_cpu_weight(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "assay"), "doctor"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "160"},
+        check=False,
+    ).stdout
+    assert "sandbox user ids" in out and "one per slot" in out
+    assert "per-run CPU weight" in out

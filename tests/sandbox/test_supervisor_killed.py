@@ -17,7 +17,6 @@ import sys
 
 import pytest
 from _proctree import (
-    SANDBOX_UID,
     SLEEPER_WITH_CHILD,
     descendants,
     is_running,
@@ -29,10 +28,12 @@ from _proctree import (
 )
 
 import assay
+from assay.sandbox.config import is_sandbox_uid
 
 SUPERVISOR = f"""
 import json
 import assay
+from assay.sandbox.config import is_sandbox_uid
 
 PROGRAM = {SLEEPER_WITH_CHILD!r}
 
@@ -117,8 +118,8 @@ def test_sigkilled_supervisor_leaves_nothing_behind() -> None:
             "the sleeping program and its child never appeared under the fork server"
         )
         owned = {pid: start_time(pid) for pid in descendants(proc.pid)}
-        sandboxed = [pid for pid in owned if uid_of(pid) == SANDBOX_UID]
-        assert len(sandboxed) >= 2, "expected the program and its child to run as uid 65534"
+        sandboxed = [pid for pid in owned if is_sandbox_uid(uid_of(pid))]
+        assert len(sandboxed) >= 2, "expected the program and its child to run as sandbox uids"
         session_dirs = _session_dirs(proc.pid, info["session"]) if info["session"] else []
         for d in session_dirs:
             assert os.path.isdir(d), f"the live supervisor's cgroup session {d} should exist"

@@ -21,9 +21,13 @@ from collections.abc import Iterator
 import pytest
 
 from assay import Runner, Sandbox, defaults
+from assay.sandbox._zygote import ZYGOTE_MARK
+from assay.sandbox.config import is_sandbox_uid
 
 SANDBOX_UID = defaults.SANDBOX_UID
-_ZYGOTE_MARK = "from _inside import zygote"
+#: Fork servers are recognised by their command line: this Assay's, and an older one's (a
+#: fork server of another checkout on the same host is someone else's pool).
+_ZYGOTE_MARKS = (ZYGOTE_MARK, "from _inside import zygote")
 
 
 def _cmdline(pid: int) -> str:
@@ -55,7 +59,7 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     re-parented away from every fork server.
     """
     procs = host_processes()
-    marked = {pid for pid in procs if _ZYGOTE_MARK in _cmdline(pid)}
+    marked = {pid for pid in procs if any(m in _cmdline(pid) for m in _ZYGOTE_MARKS)}
     # A fork server is a root process carrying the mark whose parent does not: its forks
     # (slot inits, Python programs) carry the same command line.
     foreign = {
@@ -65,7 +69,7 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     }
     found = []
     for pid, (uid, _ppid) in procs.items():
-        if uid != SANDBOX_UID:
+        if not is_sandbox_uid(uid):
             continue
         cur, under_foreign = pid, False
         for _ in range(64):  # walk up to the host's init
@@ -143,7 +147,7 @@ def leftovers(runner: Runner, tag: str) -> list[str]:
         time.sleep(0.3)
         others = [pid for pid in others if pid not in orphans or os.path.exists(f"/proc/{pid}")]
     if len(others) > sandbox.idle_slots:
-        found += [f"pid {pid} runs as uid {SANDBOX_UID}: {_cmdline(pid)[:80]!r}" for pid in others]
+        found += [f"pid {pid} runs as a sandbox uid: {_cmdline(pid)[:80]!r}" for pid in others]
     return found
 
 

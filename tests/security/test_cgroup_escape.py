@@ -94,15 +94,16 @@ def test_program_cannot_leave_its_cgroup(run_py) -> None:
     for name, outcome in attempts.items():
         assert outcome[0] == "failed", f"{name}: {outcome}"
     assert report["cgroup_after"] == report["cgroup_before"], "cgroup membership changed"
-    # The program sits in a per-run cgroup of Assay for the limiting controllers (v1), or
-    # in the unified hierarchy when the host has no v1 memory/pids hierarchy (v2).
+    # The program sits at the root of its cgroup namespace, which is rooted at its per-run
+    # cgroup, for the limiting controllers (v1), or in the unified hierarchy when the host
+    # has no v1 memory/pids hierarchy (v2): a move anywhere else would show as "/.." paths.
     lines = [line.split(":", 2) for line in report["cgroup_before"]]
     limiting = [x for x in lines if set(x[1].split(",")) & {"memory", "pids"}]
     if not limiting:
         limiting = [x for x in lines if x[0] == "0" and x[1] == ""]
     assert limiting, report["cgroup_before"]
     for _, controllers, path in limiting:
-        assert "/assay/" in path, f"{controllers or 'unified'} not in an Assay run cgroup: {path}"
+        assert path == "/", f"{controllers or 'unified'} not in its run's cgroup: {path}"
     extra = {fd: target for fd, target in report["fds"].items() if fd not in ("0", "1", "2")}
     # One extra fd is allowed: the directory listdir opened to list /proc/self/fd.
     assert len(extra) <= 1, f"inherited fds: {extra}"

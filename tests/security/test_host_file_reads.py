@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from assay import Limits, RunRequest, defaults
+from assay.sandbox._inside.rootfs import MASKED_PROC_DIRS, MASKED_PROC_FILES
 
 PROJECT_README = "/work/main/README.md"
 SHARED_DESIGN = "/work/shared/DESIGN.md"
@@ -142,5 +143,8 @@ def test_host_files_are_invisible(runner, canaries: str) -> None:  # type: ignor
     allowed |= {p for p in defaults.RO_BINDS}
     allowed |= {f"/etc/{e}" for e in defaults.ETC_BINDS}
     allowed |= {f"/dev/{d}" for d in ("null", "zero", "random", "urandom", "full")}
+    allowed |= {"/etc/passwd", "/etc/group"}  # the slot's own account files (a tmpfs of its own)
+    # What masks host facts in the slot's own procfs (empty files, empty read-only tmpfs).
+    allowed |= {f"/proc/{name}" for name in MASKED_PROC_FILES + MASKED_PROC_DIRS}
     unexpected = [m for m in report["mounts"] if m not in allowed]
     assert unexpected == [], f"host mounts visible inside: {unexpected}"

@@ -1,4 +1,4 @@
-"""Claim: a sandboxed program runs as uid/gid 65534 with no capability at all, under
+"""Claim: a sandboxed program runs as an unprivileged uid/gid (its slot's own) with no capability at all, under
 no_new_privs and a seccomp filter, and nothing it can do gives it root: setuid/setgid/
 setgroups/capset calls fail, and executing a setuid-root binary (su, passwd, mount...)
 does not raise its privileges.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 from assay import Limits
+from assay.sandbox.config import is_sandbox_uid
 
 PRELOAD_SOURCE = r"""
 #define _GNU_SOURCE
@@ -107,11 +108,13 @@ def test_program_has_no_privileges_and_cannot_gain_any(runner) -> None:
     assert result.status == "ok", (result.status, result.stderr_text)
     report = json.loads(result.stdout)
 
-    assert report["ids"][:4] == [65534, 65534, 65534, 65534], report["ids"]
-    assert report["ids"][4] in ([], [65534]), f"supplementary groups: {report['ids'][4]}"
+    me = report["ids"][0]  # the slot's own unprivileged id (uid == gid)
+    assert is_sandbox_uid(me) and me != 0
+    assert report["ids"][:4] == [me] * 4, report["ids"]
+    assert report["ids"][4] in ([], [me]), f"supplementary groups: {report['ids'][4]}"
     status = report["status"]
     for key in ("Uid", "Gid"):
-        assert status[key].split() == ["65534"] * 4, (key, status[key])
+        assert status[key].split() == [str(me)] * 4, (key, status[key])
     for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert int(status[key], 16) == 0, (key, status[key])
     assert status["NoNewPrivs"] == "1"
@@ -119,7 +122,7 @@ def test_program_has_no_privileges_and_cannot_gain_any(runner) -> None:
 
     for name, outcome in report["calls"].items():
         assert outcome[0] == "failed", f"{name} succeeded: {outcome}"
-    assert report["ids_after"] == [65534, 65534, 65534, 65534]
+    assert report["ids_after"] == [me] * 4
 
     assert report["cc"][0] == 0, f"could not build the probe library: {report['cc']}"
     assert report["setuid"], "no setuid-root binary visible in the sandbox: nothing was tested"
@@ -132,6 +135,6 @@ def test_program_has_no_privileges_and_cannot_gain_any(runner) -> None:
             stderr,
         )
         fields = probe[0].split()[1:]
-        assert fields[:6] == ["65534"] * 6, f"{path} ran with ids {fields[:6]}"
+        assert fields[:6] == [str(me)] * 6, f"{path} ran with ids {fields[:6]}"
         assert fields[6] == "0", f"{path} ran with AT_SECURE={fields[6]}"
         assert int(fields[7], 16) == 0, f"{path} ran with capabilities {fields[7]}"

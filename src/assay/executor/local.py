@@ -86,7 +86,14 @@ class LocalExecutor:
         self.queue = FairQueue(max_queued, order)
         #: Finished results by content key, with the id of the job that produced each.
         self.cache: ResultCache[tuple[Execution, str]] | None = (
-            ResultCache(cache_entries) if cache else None
+            ResultCache(
+                cache_entries,
+                max_bytes=defaults.EXECUTOR_CACHE_BYTES,
+                max_entry_bytes=defaults.EXECUTOR_CACHE_ENTRY_BYTES,
+                sizeof=lambda entry: entry[0].approx_bytes() + len(entry[1]),
+            )
+            if cache
+            else None
         )
         state = Path(state_dir) if state_dir is not None else defaults.state_dir()
         self.estimator = estimator or RuntimeEstimator(state / "estimates.sqlite")
@@ -339,10 +346,14 @@ class LocalExecutor:
             if self._inflight.get(job.key) is job:
                 del self._inflight[job.key]
             subs = list(job.subs)
+            # A finished job keeps neither its callers' handles nor its parts' results: a
+            # worker still holds it until its next task, and a handle holds a whole batch.
+            job.subs.clear()
         if job.parts is not None:
             ex = self.backend.merge(
                 job.job, [(job.parts[i][0], job.results[i]) for i in range(len(job.parts))]
             )
+        job.results.clear()
         if ex.verdict != "sandbox_error":
             if self.cache is not None and job.cacheable:
                 self.cache.put(job.key, (ex, job.id))

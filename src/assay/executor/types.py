@@ -71,6 +71,17 @@ class Execution:
             return max((t.peak_memory_bytes for t in self.judgement.tests), default=0)
         return 0
 
+    def approx_bytes(self) -> int:
+        """Roughly what this result holds in memory (outputs, files, messages)."""
+        n = 256 + len(self.reason)
+        if self.result is not None:
+            r = self.result
+            n += len(r.stdout) + len(r.stderr) + sum(len(p) + len(c) for p, c in r.files.items())
+        if self.judgement is not None:
+            n += len(self.judgement.reason)
+            n += sum(96 + len(t.message) for t in self.judgement.tests)
+        return n
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobResult:

@@ -24,7 +24,7 @@ KillReason = Literal["time", "wall", "output", "stopped"]
 KILL_GRACE_S = 2.0
 #: How far past the default wall backstop a still-computing program may go.
 WALL_STRETCH = 4.0
-#: CPU share (of one core) that counts as "still computing" at the wall backstop.
+#: CPU share (of one core) below which a program is not computing at all.
 COMPUTING_SHARE = 0.02
 #: The share is measured over at least this much recent wall time. On a loaded host a
 #: computing program gets the CPU in slices of a few ms with long gaps between them, so a
@@ -80,7 +80,14 @@ class _Capture:
 
 
 class _CpuWindow:
-    """CPU use over the last :data:`COMPUTING_WINDOW_S` to ``2 *`` that of wall time.
+    """The CPU rate a run would have on an idle machine, over the last
+    :data:`COMPUTING_WINDOW_S` to ``2 *`` that of wall time.
+
+    From CPU time used and time spent runnable but waiting for a CPU (the scheduler's
+    run-queue wait, ``/proc/<tid>/schedstat``): what is left of the wall time is time the
+    program chose to sleep or block, so ``cpu / (wall - wait)`` is its rate with no one else
+    about. A computing program on a busy host gets the rate it would have alone, a sleeper a
+    small one, whatever the load.
 
     Two reference samples are kept: the newest one at least a window old is the base, so the
     measured span is never shorter than one window, whatever the poll timing.
@@ -89,19 +96,38 @@ class _CpuWindow:
     __slots__ = ("base", "last", "mark")
 
     def __init__(self, started: float) -> None:
-        self.base = (started, 0.0)
-        self.mark = (started, 0.0)
-        self.last = (started, 0.0)
+        self.base = (started, 0.0, 0.0)
+        self.mark = (started, 0.0, 0.0)
+        self.last = (started, 0.0, 0.0)
 
-    def add(self, at: float, cpu: float) -> None:
-        self.last = (at, cpu)
+    def add(self, at: float, cpu: float, waited: float) -> None:
+        self.last = (at, cpu, waited)
         if at - self.mark[0] >= COMPUTING_WINDOW_S:
-            self.base, self.mark = self.mark, (at, cpu)
+            self.base, self.mark = self.mark, (at, cpu, waited)
 
     def share(self) -> float:
-        """CPU seconds per wall second between the base sample and the newest one."""
+        """CPU seconds per wall second the run would use alone (inf: never sleeps)."""
         span = self.last[0] - self.base[0]
-        return (self.last[1] - self.base[1]) / span if span > 0 else 0.0
+        if span <= 0:
+            return 0.0
+        cpu = self.last[1] - self.base[1]
+        awake = span - (self.last[2] - self.base[2])
+        if awake <= 0.05 * span:  # runnable all the time (or several busy threads)
+            return math.inf if cpu > 0 else 0.0
+        return cpu / awake
+
+
+def _runqueue_wait_s(tids: list[int]) -> float:
+    """Seconds the threads ``tids`` have spent runnable, waiting for a CPU (0 where the
+    kernel does not keep scheduler statistics)."""
+    total = 0
+    for tid in tids[:256]:
+        try:
+            with open(f"/proc/{tid}/schedstat", "rb") as fh:
+                total += int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1e9
 
 
 class Supervision:
@@ -124,6 +150,8 @@ class Supervision:
         self.collected: dict[str, bytes] = {}
         self.running = False
         self.setup_error = ""
+        self._waited_floor = 0.0  # run-queue wait seen at the last sample, and what ...
+        self._waited_offset = 0.0  # ... exited threads had added before (kept monotonic)
         cap = req.limits.output_bytes
         self.out = _Capture(cap)
         self.err = _Capture(cap)
@@ -179,12 +207,11 @@ class Supervision:
                     if self.kill_reason is None:
                         elapsed = now - self.started
                         if elapsed > wall_limit and (
-                            elapsed > hard_wall or not self._computing(window, now)
+                            elapsed > hard_wall or not self._on_course(window, now, hard_wall)
                         ):
                             stop("wall")
                         elif self.cg is not None and now >= next_cpu_check:
                             cpu_used = self.cg.cpu_seconds()
-                            window.add(now, cpu_used)
                             if cpu_used > limits.time_s:
                                 stop("time")
                             # CPU grows at most ncpu seconds per wall second: sleep until
@@ -240,16 +267,29 @@ class Supervision:
                 poller.unregister(fd)
         return self._result()
 
-    def _computing(self, window: _CpuWindow, now: float) -> bool:
-        """Whether the program used a meaningful share of a CPU in the recent window."""
+    def _on_course(self, window: _CpuWindow, now: float, hard_wall: float) -> bool:
+        """Whether the run, past the wall backstop, is computing at a pace that reaches its
+        CPU limit within the stretch (``hard_wall``): a program slowed by a busy host is, a
+        mostly sleeping one (a few % of a CPU) is not, and is stopped now rather than holding
+        its slot for the whole stretch."""
         if self.cg is None:
             return False
         try:
             cpu = self.cg.cpu_seconds()
+            waited = _runqueue_wait_s(self.cg.thread_ids())
         except (OSError, ValueError):
             return False
-        window.add(now, cpu)
-        return window.share() >= COMPUTING_SHARE
+        # Waiting of threads that have exited is not counted: it can only make the run look
+        # less busy than it was, never more.
+        if waited < self._waited_floor:
+            self._waited_offset += self._waited_floor - waited
+        self._waited_floor = waited
+        window.add(now, cpu, waited + self._waited_offset)
+        demand = window.share()
+        if demand < COMPUTING_SHARE:
+            return False
+        remaining = max(0.0, self.req.limits.time_s - cpu)
+        return now + remaining / demand <= self.started + hard_wall
 
     def _on_program_message(self, sock: socket.socket) -> bool:
         """The program process's last words before it runs untrusted code; True at EOF."""
@@ -309,13 +349,20 @@ class Supervision:
             cpu = float(rec.get("cpu_s", 0.0))
             peak = int(rec.get("maxrss_bytes", 0))
         if rec and not self.running and self.kill_reason is None and self.error is None:
-            # The program process died before it took over: setup failed, our fault.
-            self.error = f"program setup failed: {self.setup_error or 'process died'}"
+            if oom:
+                # Writing the run's input files (charged to the run's memory, as its tmpfs
+                # pages are) did not fit its memory limit: the run's own doing.
+                self.setup_error = "the input files do not fit the run's memory limit"
+            else:
+                # The program process died before it took over: setup failed, our fault.
+                self.error = f"program setup failed: {self.setup_error or 'process died'}"
         exit_code = rec.get("exit_code")
         sig = rec.get("signal")
         if not rec and self.kill_reason is not None:
             sig = int(signal.SIGKILL)  # we killed it before it could report
         status = self._status(rec, cpu, oom, sig, exit_code)
+        if status == "memory_limit" and self.setup_error and not self.running:
+            self.err.add(f"assay: {self.setup_error}\n".encode())
         return ExecResult(
             status=status,
             exit_code=exit_code,

@@ -35,6 +35,8 @@ class SlotHandle:
         self.lock = threading.Lock()
         self.error = ""
         self.runs = 0
+        #: The slot's own host uid (== gid), None when every slot shares one.
+        self.uid: int | None = None
 
     def wait_ready(self, timeout: float) -> bool:
         if self.pidfd is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import select
 import socket
@@ -17,8 +18,27 @@ from ._inside import wire
 from ._launch import build_native
 from .config import SandboxConfig
 
-_INSIDE_PARENT = os.path.dirname(os.path.abspath(__file__))
-_BOOT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from _inside import zygote; zygote.main()"
+_INSIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_inside")
+#: The fork server's whole command line after ``python -I -c``: it runs the bundle (boot.py
+#: and the package's sources) from a memfd, so nothing in it, nor in the modules' file
+#: names, names a host path (every Python program is a fork of this process).
+ZYGOTE_MARK = "# assay fork server"
+_BOOT = (
+    ZYGOTE_MARK + "\nimport os, sys\nfd = int(sys.argv[1])\n"
+    "exec(compile(os.pread(fd, os.fstat(fd).st_size, 0), '/assay/boot.py', 'exec'))\n"
+)
+
+
+def _bundle() -> bytes:
+    """boot.py and the sources of every module of the ``_inside`` package."""
+    sources = {}
+    for name in sorted(os.listdir(_INSIDE)):
+        if name.endswith(".py") and name != "boot.py":
+            with open(os.path.join(_INSIDE, name), encoding="utf-8") as fh:
+                sources[name[:-3]] = fh.read()
+    with open(os.path.join(_INSIDE, "boot.py"), encoding="utf-8") as fh:
+        boot = fh.read()
+    return (boot + f"\n\nos.close(fd)\nrun({sources!r})\n").encode()
 
 
 class ZygoteProcess:
@@ -42,26 +62,28 @@ class ZygoteProcess:
             "workdir": defaults.WORK_DIR,
             "default_disk_mb": defaults.DEFAULT_DISK_MB,
             "default_env": defaults.SANDBOX_ENV,
-            "inside_dir": _INSIDE_PARENT,
-            "launcher": None,
-            "native": None,
+            "launcher_fd": -1,
+            "native_fd": -1,
         }
+        # The launcher and the C library travel as open files, not paths: the fork server
+        # keeps no host path in its memory, which every program process inherits.
+        passed = [child.fileno()]
         if config.launcher:
             built = build_native()
-            cfg["launcher"], cfg["native"] = built.launcher, built.library
+            for key, path in (("launcher_fd", built.launcher), ("native_fd", built.library)):
+                if path is not None:
+                    with contextlib.suppress(OSError):
+                        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                        cfg[key] = fd
+                        passed.append(fd)
+        bundle = wire.memfd_with(_bundle(), "assay-boot")
+        passed.append(bundle)
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
         try:
             self.proc = subprocess.Popen(
-                [
-                    config.python,
-                    "-I",
-                    "-c",
-                    _BOOT,
-                    _INSIDE_PARENT,
-                    str(child.fileno()),
-                ],
+                [config.python, "-I", "-c", _BOOT, str(bundle), str(child.fileno())],
                 env=env,
-                pass_fds=[child.fileno()],
+                pass_fds=passed,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -74,6 +96,9 @@ class ZygoteProcess:
             raise SandboxError(
                 f"cannot start the sandbox interpreter {config.python!r}: {exc}"
             ) from exc
+        finally:
+            for fd in passed[1:]:
+                os.close(fd)
         child.close()
         self.sock = parent
         wire.send(parent, cfg)  # the configuration is the first message

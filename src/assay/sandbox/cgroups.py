@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,6 +39,14 @@ from ._cgroupfs import (
 
 CGROUP_FS = "/sys/fs/cgroup"
 V1_CONTROLLERS = ("memory", "pids", "cpuacct")
+#: v1 controllers used when mounted, not required: ``cpu`` gives each run its own CPU
+#: weight (``cpu.shares``), so a run's share of the CPU does not grow with the number of
+#: processes or sessions it makes (without it, each ``setsid()`` is an autogroup of its own).
+V1_OPTIONAL = ("cpu",)
+#: Every run's CPU weight: equal for all runs (the kernel's defaults, written explicitly so
+#: that a parent's different default cannot leak in).
+V1_CPU_SHARES = 1024
+V2_CPU_WEIGHT = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +72,9 @@ class RunCgroup(Protocol):
 
     def cpu_seconds(self) -> float: ...
 
+    def thread_ids(self) -> list[int]:
+        """Host ids of every thread in the cgroup now."""
+
     def peak_memory_bytes(self) -> int: ...
 
     def oom_killed(self) -> bool: ...
@@ -80,6 +92,8 @@ class RunCgroup(Protocol):
 class CgroupBackend(Protocol):
     version: str
     base: str
+    #: Whether every run gets its own, equal CPU weight.
+    cpu_weights: bool
 
     def create(self, limits: CgroupLimits) -> RunCgroup: ...
 
@@ -103,6 +117,7 @@ def _prepared(run: _V1Run | _V2Run, limits: CgroupLimits) -> RunCgroup:
 
 class _V1Run:
     def __init__(self, dirs: dict[str, str], memsw: bool) -> None:
+        #: Directory per controller; co-mounted controllers (``cpu,cpuacct``) share one.
         self.dirs = dirs
         self.path = dirs["memory"]
         self.memsw = memsw
@@ -116,12 +131,14 @@ class _V1Run:
         self._oom = os.path.join(mem, "memory.oom_control")
         self._usage = os.path.join(mem, "memory.usage_in_bytes")
         self._tasks = os.path.join(dirs["pids"], "pids.current")
-        self._procs = [os.path.join(d, "cgroup.procs") for d in dirs.values()]
+        self._procs = [os.path.join(d, "cgroup.procs") for d in _unique(dirs.values())]
         self._written: CgroupLimits | None = None  # a new cgroup starts unlimited
         self.files = _Fds()
 
     def prepare(self, limits: CgroupLimits) -> None:
         """Open the files a run uses and write ``limits`` (in the pool, off the run's path)."""
+        if "cpu" in self.dirs:
+            _write(os.path.join(self.dirs["cpu"], "cpu.shares"), str(V1_CPU_SHARES))
         self.set_limits(limits)
         for path in self._procs:
             self.files.fd(path, os.O_WRONLY)
@@ -166,6 +183,9 @@ class _V1Run:
     def cpu_seconds(self) -> float:
         return int(self.files.read(self._cpu, os.O_RDWR)) / 1e9
 
+    def thread_ids(self) -> list[int]:
+        return [int(t) for t in _read(os.path.join(self.dirs["pids"], "tasks")).split()]
+
     def peak_memory_bytes(self) -> int:
         return int(self.files.read(self._memsw_peak if self.memsw else self._peak, os.O_RDWR))
 
@@ -189,7 +209,7 @@ class _V1Run:
 
     def destroy(self) -> bool:
         self.files.close()
-        return all([_rmdir_retry(d) for d in self.dirs.values()])
+        return all([_rmdir_retry(d) for d in _unique(self.dirs.values())])
 
 
 class CgroupV1:
@@ -201,7 +221,9 @@ class CgroupV1:
         self.base = self.parents["memory"]
         self.session = session_name()
         self._counter = itertools.count()
-        for parent in self.parents.values():
+        #: Whether runs get a CPU weight of their own (the ``cpu`` controller is mounted).
+        self.cpu_weights = "cpu" in mounts
+        for parent in _unique(self.parents.values()):
             os.makedirs(os.path.join(parent, self.session), exist_ok=True)
         self._memsw = os.path.exists(
             os.path.join(self.parents["memory"], "memory.memsw.limit_in_bytes")
@@ -213,27 +235,30 @@ class CgroupV1:
         for root, point, fstype, opts in _mountinfo():
             if fstype != "cgroup":
                 continue
-            for c in V1_CONTROLLERS:
+            for c in V1_CONTROLLERS + V1_OPTIONAL:
                 if c in opts.split(","):
                     own = _own_cgroup(c)
                     rel = os.path.relpath(own, root) if own.startswith(root) else "."
                     mounts.setdefault(c, os.path.normpath(os.path.join(point, rel)))
         if not all(c in mounts for c in V1_CONTROLLERS):
             return None
-        if not all(os.access(m, os.W_OK) for m in mounts.values()):
+        if not all(os.access(mounts[c], os.W_OK) for c in V1_CONTROLLERS):
             return None
+        for c in V1_OPTIONAL:
+            if c in mounts and not os.access(mounts[c], os.W_OK):
+                del mounts[c]
         return cls(mounts)
 
     def create(self, limits: CgroupLimits) -> RunCgroup:
         name = f"r{next(self._counter)}"
         dirs = {c: os.path.join(p, self.session, name) for c, p in self.parents.items()}
-        for d in dirs.values():
+        for d in _unique(dirs.values()):
             os.mkdir(d)
         return _prepared(_V1Run(dirs, self._memsw), limits)
 
     def reclaim_stale(self) -> int:
         n = 0
-        for parent in self.parents.values():
+        for parent in _unique(self.parents.values()):
             try:
                 entries = list(os.scandir(parent))
             except FileNotFoundError:
@@ -248,7 +273,7 @@ class CgroupV1:
         return n
 
     def close(self) -> None:
-        for parent in self.parents.values():
+        for parent in _unique(self.parents.values()):
             _rmdir_tree(os.path.join(parent, self.session))
 
 
@@ -288,6 +313,8 @@ class _V2Run:
             _write(self._file("memory.max"), str(limits.memory_bytes))
         if last is None and self._has_swap:
             _write(self._file("memory.swap.max"), "0")
+        if last is None:
+            _write(self._file("cpu.weight"), str(V2_CPU_WEIGHT))
         if last is None or last.pids != limits.pids:
             _write(self._file("pids.max"), str(limits.pids))
         self._written = limits
@@ -315,6 +342,9 @@ class _V2Run:
             if key == "usage_usec":
                 return int(value) / 1e6 - self._cpu_base
         return 0.0
+
+    def thread_ids(self) -> list[int]:
+        return [int(t) for t in _read(self._file("cgroup.threads")).split()]
 
     def peak_memory_bytes(self) -> int:
         if self._has_peak:
@@ -358,7 +388,8 @@ class CgroupV2:
         self.session_dir = os.path.join(parent, self.session)
         os.makedirs(self.session_dir, exist_ok=True)
         self._enable(self.session_dir)
-        self._swap = None
+        #: Runs always get a CPU weight of their own here (``cpu`` is a required controller).
+        self.cpu_weights = True
 
     def _enable(self, path: str) -> None:
         available = set(_read(os.path.join(path, "cgroup.controllers")).split())
@@ -414,6 +445,11 @@ class CgroupV2:
 
     def close(self) -> None:
         _rmdir_tree(self.session_dir)
+
+
+def _unique(paths: Iterable[str]) -> list[str]:
+    """``paths`` without repeats, in order (co-mounted v1 controllers share a directory)."""
+    return list(dict.fromkeys(paths))
 
 
 def detect(override: str | None = None) -> CgroupBackend | None:

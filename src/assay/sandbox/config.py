@@ -6,6 +6,17 @@ import os
 from dataclasses import dataclass, field
 
 from .. import defaults
+from ..errors import ConfigError
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not an integer") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +50,23 @@ class SandboxConfig:
     launcher: bool = True
     uid: int = defaults.SANDBOX_UID
     gid: int = defaults.SANDBOX_GID
+    #: The per-slot id range (uid == gid) used when running as root; see ``defaults``.
+    uid_base: int = field(default_factory=lambda: _env_int("ASSAY_UID_BASE", defaults.UID_BASE))
+    uid_count: int = field(default_factory=lambda: _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT))
+
+    def per_slot_ids(self) -> bool:
+        """Whether each slot gets its own uid/gid (root, no user namespace)."""
+        return not self.use_userns()
 
     def use_userns(self) -> bool:
         if self.userns == "auto":
             return os.geteuid() != 0
         return self.userns in ("1", "true", "yes", "on")
+
+
+def is_sandbox_uid(uid: int) -> bool:
+    """Whether host ``uid`` is one sandboxed programs run as (a slot's own id, or the shared
+    one of user-namespace mode), with the range this process's environment configures."""
+    base = _env_int("ASSAY_UID_BASE", defaults.UID_BASE)
+    count = _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT)
+    return uid == defaults.SANDBOX_UID or base <= uid < base + count

@@ -9,9 +9,11 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import ConfigError
 from ._cgroupfs import _mountinfo, _read
 from ._inside import landlock, linux
-from .cgroups import CGROUP_FS, V1_CONTROLLERS
+from ._uids import check_range
+from .cgroups import CGROUP_FS, V1_CONTROLLERS, V1_CPU_SHARES, V1_OPTIONAL, V2_CPU_WEIGHT
 from .config import SandboxConfig
 
 NS_FLAGS = (
@@ -30,6 +32,13 @@ class HostReport:
     namespaces: dict[str, bool] = field(default_factory=dict)
     cgroup_version: str = "none"
     cgroup_controllers: dict[str, bool] = field(default_factory=dict)
+    #: How each run gets an equal CPU share ("" when it cannot: runs then share the
+    #: supervisor's CPU group, one scheduling share per session a program makes).
+    cpu_weights: str = ""
+    #: Host ids sandboxed programs run as: a range, one id per slot (as root), or the single
+    #: id of user-namespace mode; and whether no host account uses them.
+    sandbox_ids: str = ""
+    sandbox_ids_ok: bool = True
     seccomp: bool = False
     seccomp_detail: str = ""
     landlock_abi: int = 0
@@ -69,7 +78,7 @@ def _cgroups(report: HostReport, cfg: SandboxConfig) -> None:
         if fstype == "cgroup2" and v2_mount is None:
             v2_mount = point
         if fstype == "cgroup":
-            for c in V1_CONTROLLERS:
+            for c in V1_CONTROLLERS + V1_OPTIONAL:
                 if c in opts.split(","):
                     v1[c] = point
     if v2_mount is not None:
@@ -86,17 +95,32 @@ def _cgroups(report: HostReport, cfg: SandboxConfig) -> None:
                 )
             for c in ("memory", "pids", "cpu"):
                 report.cgroup_controllers[c] = c in ctrls and writable
+            if report.cgroup_controllers["cpu"]:
+                report.cpu_weights = f"v2 cpu.weight={V2_CPU_WEIGHT} per run"
             return
     if v1:
         report.cgroup_version = "v1"
-        for c in V1_CONTROLLERS:
-            report.cgroup_controllers["cpu" if c == "cpuacct" else c] = c in v1 and os.access(
-                v1[c], os.W_OK
-            )
+        for c in V1_CONTROLLERS + V1_OPTIONAL:
+            report.cgroup_controllers[c] = c in v1 and os.access(v1[c], os.W_OK)
+        if report.cgroup_controllers.get("cpu"):
+            report.cpu_weights = f"v1 cpu.shares={V1_CPU_SHARES} per run"
         if not report.root:
             report.notes.append("cgroup v1 is not delegable to unprivileged users")
     elif not os.path.isdir(CGROUP_FS):
         report.notes.append("no cgroup file system mounted")
+
+
+def _ids(report: HostReport, cfg: SandboxConfig) -> None:
+    if cfg.per_slot_ids():
+        first, last = cfg.uid_base, cfg.uid_base + cfg.uid_count - 1
+        report.sandbox_ids = f"uid/gid {first}..{last}, one per slot"
+        try:
+            check_range(cfg.uid_base, cfg.uid_count)
+        except ConfigError as exc:
+            report.sandbox_ids_ok = False
+            report.notes.append(str(exc))
+    else:
+        report.sandbox_ids = f"uid/gid {cfg.uid}/{cfg.gid} for every slot (user namespace)"
 
 
 def probe_host(cfg: SandboxConfig | None = None) -> HostReport:
@@ -109,6 +133,7 @@ def probe_host(cfg: SandboxConfig | None = None) -> HostReport:
     for name, flag in NS_FLAGS:
         report.namespaces[name] = (root or report.userns) and _try_unshare(flag | extra)
     _cgroups(report, cfg)
+    _ids(report, cfg)
     lib = ctypes.util.find_library("seccomp")
     kernel_seccomp = "Seccomp:" in _read("/proc/self/status")
     report.seccomp = bool(lib) and kernel_seccomp and cfg.seccomp

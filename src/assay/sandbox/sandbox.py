@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import fcntl
@@ -21,12 +20,19 @@ from ._inside import wire
 from ._launch import encode_spec
 from ._run import RunRequest, Supervision
 from ._slots import CgroupPool, SlotHandle
+from ._uids import UidPool, check_range
 from ._zygote import ZygoteProcess
 from .config import SandboxConfig
 from .probe import HostReport, probe_host
 
 _MAX_FILES = 1000
 COLLECT_MAX_BYTES = 256 << 20
+_PAGE = 4096
+
+
+def files_disk_bytes(files: list[tuple[str, bytes, int]]) -> int:
+    """What ``files`` take of a run's tmpfs (which counts whole pages)."""
+    return sum(-(-len(content) // _PAGE) * _PAGE for _p, content, _m in files)
 
 
 def _validate_path(field: str, path: str) -> str:
@@ -74,8 +80,13 @@ class Sandbox:
         if self.report.cgroup_version != "none":
             self.cgroups = cgroups.detect(self.config.cgroup_root)
             if self.cgroups is not None:
-                self.reclaimed = self.cgroups.reclaim_stale()
+                self.cgroups.reclaim_stale()
         self._ids = itertools.count()
+        #: One host uid/gid per slot (as root); None: every slot runs as ``config.uid``.
+        self.uids: UidPool | None = None
+        if self.config.per_slot_ids():
+            check_range(self.config.uid_base, self.config.uid_count)
+            self.uids = UidPool(self.config.uid_base, self.config.uid_count)
         self._lock = threading.Lock()
         self._zygote: ZygoteProcess | None = None
         self._closed = False
@@ -131,6 +142,8 @@ class Sandbox:
             self._cg_pool.close()
         if self.cgroups is not None:
             self.cgroups.close()
+        if self.uids is not None:
+            self.uids.close()
 
     def _wake(self) -> None:
         fd = self._wake_w
@@ -193,17 +206,25 @@ class Sandbox:
     def _new_slot(self, zygote: ZygoteProcess, launcher: bool) -> SlotHandle:
         """Ask the fork server for one more slot, and arm it (returns before it is ready)."""
         sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        uid = self.uids.take() if self.uids is not None else None
+        msg: dict[str, object] = {
+            "op": "slot",
+            "id": f"{next(self._ids)}",
+            "max_runs": defaults.SLOT_MAX_RUNS,
+        }
+        if uid is not None:
+            msg["uid"] = msg["gid"] = uid
         try:
-            zygote.send(
-                {"op": "slot", "id": f"{next(self._ids)}", "max_runs": defaults.SLOT_MAX_RUNS},
-                [child.fileno()],
-            )
+            zygote.send(msg, [child.fileno()])
         except SandboxError:
             sock.close()
+            if uid is not None and self.uids is not None:
+                self.uids.give_back(uid, None)
             raise
         finally:
             child.close()
         slot = SlotHandle(sock, zygote, launcher)
+        slot.uid = uid
         self._arm(slot)
         return slot
 
@@ -265,6 +286,11 @@ class Sandbox:
         self._retire(slot)
 
     def _retire(self, slot: SlotHandle) -> None:
+        if slot.uid is not None and self.uids is not None:
+            # Reused once the slot's init (and so every process of the slot) is gone.
+            watch = os.dup(slot.pidfd) if slot.pidfd is not None else None
+            self.uids.give_back(slot.uid, watch)
+            slot.uid = None
         slot.close()
         if slot.cg is not None and self._cg_pool is not None:
             self._cg_pool.dispose(slot.cg)
@@ -308,6 +334,13 @@ class Sandbox:
         files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
         _check_collisions([p for p, _, _ in files])
         collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
+        need = files_disk_bytes(files)
+        if need > req.limits.disk_mb << 20:
+            raise ValidationError(
+                "files",
+                f"the input files take {need / (1 << 20):.1f} MiB, more than the run's disk "
+                f"(limits.disk_mb={req.limits.disk_mb})",
+            )
         try:
             slot = self._acquire(req.mode)
         except SandboxError as exc:
@@ -315,9 +348,6 @@ class Sandbox:
         # No silent re-run here: a run whose sandbox failed under it is reported as
         # sandbox_error (our fault); retrying is the scheduler's decision.
         return self._run_in(slot, req, files, collect)
-
-    async def execute_async(self, req: RunRequest) -> ExecResult:
-        return await asyncio.to_thread(self.execute, req)
 
     def _run_in(
         self,

@@ -78,8 +78,11 @@ class FairQueue:
         self._seq = itertools.count()
         self._depth = 0
         self._closed = False
-        # enqueued_at of queued tasks, for the oldest-age gauge (lazy-deleted min-heap)
-        self._ages: list[tuple[float, int, Task]] = []
+        # enqueued_at of queued tasks, for the oldest-age gauge (lazy-deleted min-heap of
+        # (enqueued_at, seq): no Task, so a task and its payload are not kept alive here
+        # after a worker took it; ``_live`` holds the seqs still queued)
+        self._ages: list[tuple[float, int]] = []
+        self._live: set[int] = set()
 
     # -- producer side ------------------------------------------------------------------
     def put_many(self, tasks: Sequence[Task], *, force: bool = False) -> None:
@@ -118,7 +121,8 @@ class FairQueue:
         else:
             rank = 0.0
         heapq.heappush(heap, (task.batch_seq, rank, task.seq, task))
-        heapq.heappush(self._ages, (task.enqueued_at, task.seq, task))
+        heapq.heappush(self._ages, (task.enqueued_at, task.seq))
+        self._live.add(task.seq)
         self._depth += 1
 
     def _retry_after(self) -> float:
@@ -132,6 +136,7 @@ class FairQueue:
                 if task.queued and not task.discarded:
                     task.discarded = True
                     task.queued = False
+                    self._live.discard(task.seq)
                     self._depth -= 1
                     n += 1
         return n
@@ -176,6 +181,8 @@ class FairQueue:
                 if task.discarded:
                     continue
                 task.queued = False
+                self._live.discard(task.seq)
+                self._prune_ages()
                 self._depth -= 1
                 self._clock[caller] = self._clock.get(caller, 0.0) + max(task.estimate, _MIN_CHARGE)
                 return task
@@ -186,11 +193,14 @@ class FairQueue:
         with self._cond:
             return self._depth
 
+    def _prune_ages(self) -> None:
+        while self._ages and self._ages[0][1] not in self._live:
+            heapq.heappop(self._ages)
+
     def oldest_age(self) -> float:
         """Seconds the oldest still-queued task has waited (0 when empty)."""
         with self._cond:
-            while self._ages and not self._ages[0][2].queued:
-                heapq.heappop(self._ages)
+            self._prune_ages()
             if not self._ages:
                 return 0.0
             return max(0.0, time.monotonic() - self._ages[0][0])

@@ -90,6 +90,9 @@ int assay_arm(const char *workdir, int uid, int gid, int userns, const int *cg, 
         CHECK(write(cg[i], "0", 1) == 1, "join cgroup");
         close(cg[i]);
     }
+    /* A cgroup namespace rooted at the run's cgroup: /proc/self/cgroup shows "/", not the
+     * host's hierarchy and the supervisor's pid in its session name. */
+    if (ncg) CHECK(unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup");
     /* The seccomp filter refuses every System V IPC and POSIX message-queue syscall; only
      * without it does a run need an IPC namespace of its own. */
     if (!bpf) CHECK(unshare(CLONE_NEWIPC) == 0, "unshare ipc");

@@ -12,8 +12,18 @@ import os
 
 
 class Native:
-    def __init__(self, path: str, workdir: str, uid: int, gid: int, userns: bool) -> None:
-        lib = ctypes.CDLL(path, use_errno=True)
+    def __init__(self, library_fd: int, workdir: str, userns: bool) -> None:
+        # Loaded from a memfd copy of the open file: the memory map names ``/memfd:libassay``,
+        # not where Assay keeps the library on the host. ``library_fd`` is closed.
+        copy = os.memfd_create("libassay", os.MFD_CLOEXEC)
+        try:
+            size = os.fstat(library_fd).st_size
+            while os.sendfile(copy, library_fd, None, size) > 0:
+                pass
+            lib = ctypes.CDLL(f"/proc/self/fd/{copy}", use_errno=True)
+        finally:
+            os.close(copy)
+            os.close(library_fd)
         self._arm = lib.assay_arm
         self._arm.restype = ctypes.c_int
         self._arm.argtypes = [
@@ -37,7 +47,7 @@ class Native:
             ctypes.POINTER(ctypes.c_size_t),
         ]
         self._workdir = os.fsencode(workdir)
-        self._ids = (uid, gid, 1 if userns else 0)
+        self._userns = 1 if userns else 0
         self._bpf: bytes | None = None
         # Built now, in the fork server, so a run allocates as little as possible.
         self._spec = ctypes.c_void_p()
@@ -46,10 +56,10 @@ class Native:
     def set_filter(self, bpf: bytes | None) -> None:
         self._bpf = bpf
 
-    def arm(self, cg_fds: list[int], ruleset: int, req: int) -> bool:
-        """Join the cgroups, drop every privilege, Landlock, seccomp; False if it failed
-        (reported to the supervisor on ``req``)."""
-        uid, gid, userns = self._ids
+    def arm(self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int) -> bool:
+        """Join the cgroups, become ``uid``/``gid`` with no privilege, Landlock, seccomp;
+        False if it failed (reported to the supervisor on ``req``)."""
+        userns = self._userns
         cg = (ctypes.c_int * max(1, len(cg_fds)))(*cg_fds)
         bpf = self._bpf
         res = self._arm(

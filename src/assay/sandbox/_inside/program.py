@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from . import landlock, linux, pyrun, rootfs, wire
 
 if TYPE_CHECKING:
-    from .zygote import Zygote
+    from .arming import Arming
 
 # fds of a run request, sent by the supervisor straight to the armed program process:
 # stdout, stderr, file contents, stdin, spec, then the caller's extra fds.
@@ -69,7 +69,7 @@ class Spec:
 
 
 def run_program(
-    z: Zygote, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
+    a: Arming, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
 ) -> None:
     """The program process, in two steps.
 
@@ -80,17 +80,17 @@ def run_program(
     argv, report "running", and close every channel, so nothing the program does can be
     mistaken for, or forge, a message from the trusted side.
     """
-    if z.native is not None:
+    if a.native is not None:
         fd = req.detach()
-        if not z.native.arm(cg_fds, ruleset, fd):
+        if not a.native.arm(a.uid, a.gid, cg_fds, ruleset, fd):
             os._exit(126)
         os.write(fd, wire.ARMED)  # one record on the SEQPACKET socket
-        spec = Spec.parse(z.native.take(fd, collect_w))
+        spec = Spec.parse(a.native.take(fd, collect_w))
     else:
-        spec = _arm_and_take(z, cg_fds, req, collect_w, ruleset)
+        spec = _arm_and_take(a, cg_fds, req, collect_w, ruleset)
     # The slot's init set os.environ to default_env; comparing plain dicts costs ~10 us,
     # comparing against os.environ (an encoding mapping) ~0.2 ms of copy-on-write faults.
-    if spec.mode == "python" and spec.env != z.cfg["default_env"]:
+    if spec.mode == "python" and spec.env != a.default_env:
         os.environ.clear()
         os.environ.update(spec.env)
     # Objects the slot's init made since the fork server froze its heap are still "young":
@@ -101,7 +101,7 @@ def run_program(
     gc.enable()  # programs get the interpreter they expect
     argv = spec.argv
     if spec.mode == "python":
-        pyrun.run(argv[0], argv, z.base_path)
+        pyrun.run(argv[0], argv, a.base_path)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     try:
@@ -112,37 +112,38 @@ def run_program(
 
 
 def _arm_and_take(
-    z: Zygote, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
+    a: Arming, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
 ) -> Spec:
     """The same steps as launcher.c's assay_arm and assay_take, in Python."""
-    cfg = z.cfg
     try:
         for fd in cg_fds:
             os.write(fd, b"0")  # join the run's cgroups (one fd per hierarchy)
             os.close(fd)
-        if z.filter is None:  # the filter refuses every IPC syscall (seccomp.IPC_SYSCALLS)
+        if cg_fds:  # /proc/self/cgroup then shows "/", not the host's cgroup paths
+            linux.unshare(linux.CLONE_NEWCGROUP)
+        if a.filter is None:  # the filter refuses every IPC syscall (seccomp.IPC_SYSCALLS)
             linux.unshare(linux.CLONE_NEWIPC)  # SysV IPC and POSIX queues of this run only
         os.setsid()
-        os.chdir(cfg["workdir"])
-        uid, gid = cfg["uid"], cfg["gid"]
-        if not cfg["userns"]:
+        os.chdir(a.workdir)
+        uid, gid = a.uid, a.gid
+        if not a.userns:
             os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
-        if linux.libc.capset(ctypes.byref(z._cap_hdr), z._cap_data) != 0:  # userns keeps caps
+        if a.clear_capabilities() != 0:  # a user-namespace owner keeps its capabilities
             raise OSError(ctypes.get_errno(), "capset")
         linux.prctl(linux.PR_SET_DUMPABLE, 1)
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
         if ruleset >= 0:
             landlock.restrict_self(ruleset)
-        if z.filter is not None:
-            z.filter.load()
+        if a.filter is not None:
+            a.filter.load()
         wire.send_raw(req, wire.ARMED)
         go, fds = wire.recv_raw(req)
         if not go:
             os._exit(0)
-        spec = Spec.parse(read_all(fds[R_SPEC]))
-        rootfs.write_files(fds[R_FILES], spec.files, cfg["workdir"], uid, gid)
+        spec = Spec.parse(wire.read_all(fds[R_SPEC]))
+        rootfs.write_files(fds[R_FILES], spec.files, a.workdir, uid, gid)
         if spec.collect:
             os.write(collect_w, spec.collect)
         os.close(collect_w)
@@ -180,22 +181,6 @@ def _trace() -> str:
         return traceback.format_exc()
     except BaseException as exc:  # the import itself can fail inside a sandbox
         return f"{exc!r} while formatting a traceback"
-
-
-def read_all(fd: int) -> bytes:
-    os.set_blocking(fd, False)
-    chunks = []
-    try:
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    except BlockingIOError:
-        pass
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
 
 
 def _set_rlimits(limits: tuple[int, int, int, int]) -> None:

@@ -46,7 +46,7 @@ def build_template(
     linux.mount(
         "tmpfs", root, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "size=4m,nr_inodes=8192,mode=755"
     )
-    for d in ("proc", "dev", "dev/shm", "work", "tmp", ".rw", "etc"):
+    for d in ("proc", "dev", "dev/shm", "work", "tmp", ".rw", ".slot", "etc"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     for path in ro_binds:
         if not os.path.lexists(path):
@@ -113,6 +113,72 @@ def enter(root: str) -> None:
     linux.pivot_root(".", ".")
     linux.umount2(".", linux.MNT_DETACH)
     os.chdir("/")
+    mask_proc()
+
+
+#: /proc files that describe the host rather than the run (boot command line, kernel
+#: configuration and symbols, boot id, keys, timers, scheduler state): each is covered by an
+#: empty, read-only file. Directories of host hardware get an empty read-only tmpfs.
+MASKED_PROC_FILES = (
+    "cmdline",
+    "config.gz",
+    "bootconfig",
+    "kallsyms",
+    "modules",
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "sysrq-trigger",
+    "sys/kernel/random/boot_id",
+)
+MASKED_PROC_DIRS = ("acpi", "asound", "scsi", "driver")
+
+
+def mask_proc() -> None:
+    """Cover :data:`MASKED_PROC_FILES` and :data:`MASKED_PROC_DIRS` (in the slot's own
+    procfs, after ``pivot_root``)."""
+    for name in MASKED_PROC_FILES:
+        path = "/proc/" + name
+        if os.path.exists(path):
+            linux.mount("/dev/null", path, None, linux.MS_BIND)
+            linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY)
+    for name in MASKED_PROC_DIRS:
+        path = "/proc/" + name
+        if os.path.isdir(path):
+            linux.mount(
+                "tmpfs",
+                path,
+                "tmpfs",
+                linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
+                "size=4k,nr_inodes=1,mode=555",
+            )
+
+
+def slot_accounts(uid: int, gid: int) -> None:
+    """Give the slot's own user a name: ``/etc/passwd`` and ``/etc/group`` of this slot,
+    read-only, naming ``uid``/``gid`` as ``sandbox`` (tools that look their user up, such as
+    ``whoami`` or ``getpass``, then work). Run once in each slot's init, after ``enter``."""
+    if uid == 65534 and gid == 65534:
+        return  # the template's own files already name it (nobody)
+    linux.mount(
+        "tmpfs",
+        "/.slot",
+        "tmpfs",
+        linux.MS_NOSUID | linux.MS_NODEV,
+        "size=16k,nr_inodes=8,mode=755",
+    )
+    for name, text in (
+        ("passwd", PASSWD + f"sandbox:x:{uid}:{gid}:sandbox:/tmp:/usr/sbin/nologin\n"),
+        ("group", GROUP + f"sandbox:x:{gid}:\n"),
+    ):
+        with open("/.slot/" + name, "w") as fh:
+            fh.write(text)
+        linux.mount("/.slot/" + name, "/etc/" + name, None, linux.MS_BIND)
+        linux.make_readonly("/etc/" + name)
+    linux.umount2("/.slot", linux.MNT_DETACH)  # the two bind mounts keep what they need
 
 
 WRITABLE = (("/work", "work"), ("/tmp", "tmp"), ("/dev/shm", "shm"))

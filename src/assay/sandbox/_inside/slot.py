@@ -29,12 +29,10 @@ import select
 import signal
 import socket
 import termios
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import landlock, linux, program, rootfs, wire
-
-if TYPE_CHECKING:
-    from .zygote import Zygote
+from .arming import Arming
 
 RULESET_FD_MIN = 200
 LAUNCH_FD_MIN = 300
@@ -49,13 +47,13 @@ FIRST, RESET, OK, ERROR = b"f", b"r", b"k", b"e"
 # -- C1: the reset worker ---------------------------------------------------------------------
 
 
-def reset_worker(z: Zygote, sock: socket.socket) -> None:
-    """Mount each run's fresh tmpfs and build the Landlock ruleset naming it, on S's request.
+def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket) -> None:
+    """Mount each run's fresh tmpfs (owned by the slot's user) and build the Landlock
+    ruleset naming it, on S's request.
 
     Landlock rules attach to inodes and ignore the directories mounts cover, so the ruleset
     is rebuilt for each tmpfs. Returns when S is gone.
     """
-    cfg = z.cfg
     while True:
         try:
             data = sock.recv(16)
@@ -67,11 +65,11 @@ def reset_worker(z: Zygote, sock: socket.socket) -> None:
         try:
             if data == RESET:
                 rootfs.drop_rw()
-            rootfs.fresh_rw(cfg["default_disk_mb"], cfg["uid"], cfg["gid"])
-            if z.landlock_abi:
+            rootfs.fresh_rw(cfg["default_disk_mb"], a.uid, a.gid)
+            if a.landlock_abi:
                 fds.append(
                     landlock.build_ruleset(
-                        z.landlock_abi,
+                        a.landlock_abi,
                         read_paths=["/"],
                         write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
                         device_paths=["/dev"],  # read-only tmpfs: only device nodes writable
@@ -100,10 +98,16 @@ class Slot:
     """
 
     def __init__(
-        self, zygote: Zygote, status: socket.socket, reset: socket.socket, max_runs: int
+        self,
+        cfg: dict[str, Any],
+        arming: Arming,
+        status: socket.socket,
+        reset: socket.socket,
+        max_runs: int,
     ) -> None:
-        self.z = zygote
-        self.cfg = zygote.cfg
+        self.cfg = cfg
+        #: What this slot's program processes arm themselves with (its own uid and gid).
+        self.arming = arming
         self.status = status
         self.reset = reset
         self.max_runs = max_runs
@@ -121,17 +125,18 @@ class Slot:
                 self._pass_caps_to_launcher()
             # Empty bounding set, once: every program process inherits it, so no capability
             # can come back, even through an exec (this process keeps the ones it holds).
-            for cap in range(self.z._cap_last + 1):
+            for cap in range(self.arming.cap_last + 1):
                 linux.libc.prctl(linux.PR_CAPBSET_DROP, cap, 0, 0, 0)
             rootfs.enter(cfg["root"])
+            rootfs.slot_accounts(self.arming.uid, self.arming.gid)
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
             self.reset.send(FIRST)
             self.reset_pending = True
             self._take_reset()
-            if self.z.filter is not None:
+            if self.arming.filter is not None:
                 self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
-                os.write(self.bpf, self.z.filter.bpf)
+                os.write(self.bpf, self.arming.filter.bpf)
             pidfd = os.pidfd_open(os.getpid())
             wire.send(self.status, {"kind": "ready"}, [pidfd])
             os.close(pidfd)
@@ -213,7 +218,7 @@ class Slot:
                     self.reset.close()
                     req_sup.close()
                     os.close(collect_r)
-                    program.run_program(self.z, cg_fds, req_prog, collect_w, self.ruleset)
+                    program.run_program(self.arming, cg_fds, req_prog, collect_w, self.ruleset)
             req_prog.close()
             os.close(collect_w)
             for fd in cg_fds:
@@ -266,13 +271,13 @@ class Slot:
             sources.append(self.bpf)
         parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, LAUNCH_FD_MIN) for fd in sources]
         try:
-            cfg = self.cfg
+            a = self.arming
             argv = [
                 LAUNCHER,
-                cfg["workdir"],
-                str(cfg["uid"]),
-                str(cfg["gid"]),
-                "1" if cfg["userns"] else "0",
+                a.workdir,
+                str(a.uid),
+                str(a.gid),
+                "1" if a.userns else "0",
                 str(len(cg_fds)),
                 str(ruleset_at),
                 str(bpf_at),
@@ -287,7 +292,7 @@ class Slot:
         pid = os.fork()
         if pid == 0:
             try:
-                wanted = json.loads(program.read_all(collect_r))
+                wanted = json.loads(wire.read_all(collect_r))
                 fd = rootfs.collect_files(
                     wanted["paths"], self.cfg["workdir"], int(wanted["max_bytes"])
                 )

@@ -98,3 +98,20 @@ def memfd_with(data: bytes, name: str = "assay") -> int:
         view = view[n:]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+def read_all(fd: int) -> bytes:
+    """Everything ``fd`` (a pipe) holds now, without blocking; closes ``fd``."""
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(fd)
+    return b"".join(chunks)

@@ -31,6 +31,7 @@ from typing import Any
 
 # Everything is imported now: after pivot_root the host's files are out of reach.
 from . import landlock, linux, native, program, pyrun, rootfs, seccomp, slot, wire
+from .arming import Arming
 
 # fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
 # hierarchy. fds of a run request: see program.py.
@@ -54,10 +55,9 @@ class Zygote:
         self.filter: seccomp.Filter | None = None
         self.native: native.Native | None = None
         self.landlock_abi = 0
-        self._cap_hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
-        self._cap_data = (linux.CapData * 2)()
-        self._cap_last = _cap_last()
-        self.base_path = [p for p in sys.path if p and p != cfg["inside_dir"]]
+        self.base_path = [p for p in sys.path if p]
+        #: Built by :meth:`prepare`; each slot gets a copy with its own ids.
+        self.arming: Arming | None = None
 
     # -- start-up ---------------------------------------------------------------------------
     def prepare(self) -> dict[str, Any]:
@@ -78,18 +78,16 @@ class Zygote:
                 fh.write(f"{cfg['gid']} {gid} 1\n")
         linux.unshare(linux.CLONE_NEWNS)
         launcher = None
-        if cfg.get("launcher"):
+        cfg["launcher"] = False
+        if cfg["launcher_fd"] >= 0:
             try:
-                with open(cfg["launcher"], "rb") as fh:
-                    launcher = fh.read()
+                launcher = _read_fd(cfg["launcher_fd"])
+                cfg["launcher"] = True
             except OSError as exc:  # executables then start from a fork, as Python does
                 info["launcher_error"] = str(exc)
-                cfg["launcher"] = None
-        if cfg.get("native"):  # before the template root covers the mount point
+        if cfg["native_fd"] >= 0:
             try:
-                self.native = native.Native(
-                    cfg["native"], cfg["workdir"], cfg["uid"], cfg["gid"], cfg["userns"]
-                )
+                self.native = native.Native(cfg["native_fd"], cfg["workdir"], cfg["userns"])
             except OSError as exc:  # the same steps in Python, slower
                 info["native_error"] = str(exc)
         info["native"] = self.native is not None
@@ -105,6 +103,18 @@ class Zygote:
         if cfg["landlock"]:
             self.landlock_abi = landlock.abi_version()
         info["landlock_abi"] = self.landlock_abi
+        self.arming = Arming(
+            cfg["workdir"],
+            cfg["uid"],
+            cfg["gid"],
+            cfg["userns"],
+            cfg["default_env"],
+            self.filter,
+            self.native,
+            self.landlock_abi,
+            _cap_last(),
+            self.base_path,
+        )
         for name in cfg["preimport"]:
             try:
                 __import__(name)
@@ -165,6 +175,12 @@ class Zygote:
     # -- C1: namespaces ---------------------------------------------------------------------
     def _c1(self, prep: dict[str, Any], fds: list[int]) -> None:
         status = socket.socket(fileno=fds[0])
+        assert self.arming is not None
+        # The slot's own user and group (one per slot, from the supervisor's id range), so
+        # per-user kernel quotas (inotify, pipe pages, signals, fds in flight) are the run's.
+        arming = self.arming.for_slot(
+            int(prep.get("uid", self.arming.uid)), int(prep.get("gid", self.arming.gid))
+        )
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != self.pid:
@@ -181,16 +197,24 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 reset_c1.close()
-                slot.Slot(self, status, reset_slot, int(prep["max_runs"])).serve()
+                slot.Slot(self.cfg, arming, status, reset_slot, int(prep["max_runs"])).serve()
                 os._exit(0)
             status.close()
             reset_slot.close()
         except BaseException as exc:
             slot.report_error(status, "namespaces", exc)
             os._exit(1)
-        slot.reset_worker(self, reset_c1)  # until the slot's init is gone
+        slot.reset_worker(self.cfg, arming, reset_c1)  # until the slot's init is gone
         os.waitpid(pid, 0)
         os._exit(0)
+
+
+def _read_fd(fd: int) -> bytes:
+    """The whole content of the file ``fd``, which is then closed."""
+    try:
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
 
 
 def make_intern_headroom(limit: int = 1 << 20) -> int:

@@ -1,0 +1,94 @@
+"""Everything a program process needs to arm itself, in one small value object.
+
+The fork server builds one :class:`Arming` at start; each slot copies it with the slot's own
+user and group ids (:meth:`Arming.for_slot`), and the slot's init hands it to every program
+process it starts. The program process reads only this object: it never reaches into the
+fork server or the slot (no import of either), so the modules of this package form a tree.
+
+A plain ``__slots__`` class, not a dataclass: ``dataclasses`` would pull ``inspect``,
+``ast`` and ``dis`` (~1 MB) into the fork server's image, which every run copies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING
+
+from . import linux
+
+if TYPE_CHECKING:
+    from .native import Native
+    from .seccomp import Filter
+
+
+class Arming:
+    __slots__ = (
+        "base_path",
+        "cap_data",
+        "cap_hdr",
+        "cap_last",
+        "default_env",
+        "filter",
+        "gid",
+        "landlock_abi",
+        "native",
+        "uid",
+        "userns",
+        "workdir",
+    )
+
+    def __init__(
+        self,
+        workdir: str,
+        uid: int,
+        gid: int,
+        userns: bool,
+        default_env: dict[str, str],
+        filter: Filter | None,
+        native: Native | None,
+        landlock_abi: int,
+        cap_last: int,
+        base_path: list[str],
+    ) -> None:
+        #: The program's working directory (the run's tmpfs).
+        self.workdir = workdir
+        #: The ids the program runs as: the slot's own (see ``Sandbox``'s id range).
+        self.uid = uid
+        self.gid = gid
+        #: Whether the fork server runs in a user namespace (Assay started without root).
+        self.userns = userns
+        #: The environment of most runs, set once in the slot's init.
+        self.default_env = default_env
+        #: The seccomp filter, compiled once in the fork server (None: opted out).
+        self.filter = filter
+        #: launcher.c's set-up steps as a library (None: the Python steps below are used).
+        self.native = native
+        #: Landlock ABI of this kernel (0: none, or opted out).
+        self.landlock_abi = landlock_abi
+        #: Highest capability number of this kernel (for emptying the bounding set).
+        self.cap_last = cap_last
+        #: capset() arguments that clear every capability set.
+        self.cap_hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
+        self.cap_data = (linux.CapData * 2)()
+        #: ``sys.path`` of a Python program after its own directory (the fork server's path).
+        self.base_path = base_path
+
+    def for_slot(self, uid: int, gid: int) -> Arming:
+        """The same arming for a slot whose programs run as ``uid``/``gid``."""
+        return Arming(
+            self.workdir,
+            uid,
+            gid,
+            self.userns,
+            self.default_env,
+            self.filter,
+            self.native,
+            self.landlock_abi,
+            self.cap_last,
+            self.base_path,
+        )
+
+    def clear_capabilities(self) -> int:
+        """capset() with every set empty (a user-namespace owner keeps its capabilities
+        through setresuid); returns capset's result."""
+        return int(linux.libc.capset(ctypes.byref(self.cap_hdr), self.cap_data))

@@ -1,0 +1,81 @@
+"""Claim: the trusted process's memory stays flat under a stream of distinct large results.
+
+Attack (red-team finding 4): distinct runs printing 15 MiB each grew the executor by ~30 MiB
+per run (its result cache kept whole outputs, up to 100,000 entries), and distinct 60 MiB
+binaries grew the Runner by 60 MiB each (its artefact cache kept 64 of them). Both caches are
+now bounded by bytes; large artefacts are read back from the on-disk compile cache.
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+import tracemalloc
+from collections.abc import Iterator
+
+import pytest
+
+from assay import Limits, LocalExecutor, Runner, Sandbox
+from assay.executor import RunJob
+
+MiB = 1 << 20
+
+
+def _live() -> int:
+    """Bytes held by live Python objects of this process (what a cache keeps alive; the
+    resident size also counts memory freed but not yet handed back by malloc)."""
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+@pytest.fixture(autouse=True)
+def _traced() -> Iterator[None]:
+    tracemalloc.start(1)
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+def test_executor_memory_flat_under_distinct_large_outputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    limits = Limits(output_bytes=16 * MiB, memory_mb=256)
+    with LocalExecutor(Runner(Sandbox(pool_size=2)), slots=2, state_dir=tmp_path) as ex:
+
+        def batch(start: int, n: int) -> None:
+            jobs = [
+                RunJob(f"import sys\nsys.stdout.write({i} * 'x' + 'y' * (15 << 20))", limits=limits)
+                for i in range(start, start + n)
+            ]
+            for r in ex.run(jobs):
+                assert r.verdict == "ok", (r.verdict, r.reason)
+                assert r.result is not None and len(r.result.stdout) >= 15 * MiB
+
+        batch(0, 2)  # warm: pools, buffers, first allocations
+        before = _live()
+        batch(2, 12)
+        growth = _live() - before
+        assert ex.cache is not None and ex.cache.nbytes <= ex.cache.max_bytes
+    assert growth < 64 * MiB, f"executor grew {growth / MiB:.0f} MiB over 12 distinct 15 MiB runs"
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc (Debian gcc)")
+def test_runner_memory_flat_under_distinct_large_binaries(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from assay.languages.cache import CompileCache
+
+    def source(i: int) -> str:
+        return (
+            f"#include <stdio.h>\nchar big[30 << 20] = {{{i + 1}}};\n"
+            'int main(int c, char **v) { printf("%d\\n", big[c - 1]); return 0; }\n'
+        )
+
+    limits = Limits(memory_mb=256)
+    with Runner(Sandbox(pool_size=1), compile_cache=CompileCache(tmp_path)) as runner:
+        assert runner.run(source(0), "c", limits=limits).stdout == b"1\n"
+        before = _live()
+        for i in range(1, 5):
+            result = runner.run(source(i), "c", limits=limits)
+            assert result.stdout == f"{i + 1}\n".encode(), (result.status, result.stderr[-300:])
+        again = runner.run(source(2), "c", limits=limits)  # from the on-disk cache
+        assert again.stdout == b"3\n"
+        growth = _live() - before
+    assert growth < 40 * MiB, f"runner grew {growth / MiB:.0f} MiB over 4 distinct 30 MiB binaries"
