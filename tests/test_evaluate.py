@@ -64,6 +64,7 @@ def test_eval_cli(tmp_path: Path) -> None:
         "passed",
         "total",
         "time_limit_s",
+        "judged",
         "reason",
     }
     assert {r["time_limit_s"] for r in got} == {1.0}  # derived: max(1 s, 4 x the reference)
@@ -188,4 +189,5 @@ def test_a_task_whose_reference_fails_is_reported_not_fatal(tmp_path: Path) -> N
     broken = got["HumanEval/1", 0]
     assert (broken["verdict"], broken["reward"]) == ("sandbox_error", None)
     assert "not judged" in broken["reason"] and "reference" in broken["reason"]
+    assert broken["judged"] is False and got["HumanEval/0", 0]["judged"] is True
     assert "HumanEval/1" in proc.stderr  # named in a warning, not only in the rows

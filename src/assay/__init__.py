@@ -5,6 +5,7 @@ The public API lives here; everything else is private to the package.
 
 from .errors import (
     AssayError,
+    ClosedError,
     ConfigError,
     InsecureHostError,
     Overloaded,
@@ -21,6 +22,7 @@ from .reward import (
     FractionReward,
     MemoryReward,
     QualityReward,
+    Reward,
     RewardFn,
     RewardResult,
     WeightedFractionReward,
@@ -36,6 +38,7 @@ __all__ = [
     "AssayError",
     "BatchHandle",
     "BinaryReward",
+    "ClosedError",
     "CompositeReward",
     "ConfigError",
     "EfficiencyReward",
@@ -52,6 +55,7 @@ __all__ = [
     "Overloaded",
     "Problem",
     "QualityReward",
+    "Reward",
     "RewardFn",
     "RewardResult",
     "RunJob",

@@ -69,7 +69,7 @@ def _runner(insecure: bool) -> Any:
     except InsecureHostError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(EXIT_SANDBOX) from exc
-    if runner.sandbox.insecure:
+    if runner.insecure:
         _insecure_banner()
     return runner
 
@@ -325,7 +325,7 @@ def eval_(
     --samples samples.jsonl --out results.jsonl[/]
     """
     from ._progress import judging_progress
-    from .evaluate import NOT_JUDGED, evaluate, summarize
+    from .evaluate import evaluate, summarize
     from .formats import FORMATS
 
     if fmt not in FORMATS:
@@ -353,9 +353,9 @@ def eval_(
                 fmt,
                 samples,
                 out,
-                tests,
-                workers,
-                runner,
+                tests=tests,
+                workers=workers,
+                runner=runner,
                 on_result=on_row,
                 records=records,
                 cache=cache,
@@ -369,9 +369,7 @@ def eval_(
         raise typer.Exit(EXIT_USAGE) from exc
     finally:
         runner.close()
-    not_judged = sorted(
-        {(r["task_id"], r["reason"]) for r in rows if r["reason"].startswith(NOT_JUDGED)}
-    )
+    not_judged = sorted({(r["task_id"], r["reason"]) for r in rows if not r["judged"]})
     for task, reason in not_judged:
         err_console.print(f"[yellow]warning:[/] {task}: {reason}")
     summary = summarize(rows)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AssayError",
+    "ClosedError",
     "ConfigError",
     "InsecureHostError",
     "Overloaded",
@@ -28,6 +29,11 @@ class ValidationError(AssayError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class ClosedError(AssayError, ValueError):
+    """The object was closed (a queue, a record writer) and takes no more work (a ValueError,
+    as for a closed file)."""
 
 
 class ConfigError(AssayError):

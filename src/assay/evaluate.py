@@ -13,14 +13,15 @@ from typing import Any
 
 from . import formats
 from .errors import ValidationError
-from .executor import LocalExecutor
+from .executor import JobResult, LocalExecutor
 from .formats import evalplus
 from .formats._io import read_records
-from .judge import Problem, Submission
+from .judge import Judgement, Problem, Submission
 from .judge.limits import derive_time_limit
 from .runner import Runner
 
-#: How the rows of a task that could not be judged begin their ``reason``.
+#: How the reason of a row that could not be judged begins (for people; programs read the
+#: row's ``judged`` field).
 NOT_JUDGED = "not judged:"
 
 PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
@@ -70,6 +71,7 @@ def evaluate(
     fmt: str,
     samples_path: str | Path,
     out_path: str | Path,
+    *,
     tests: str = "plus",
     workers: int = 2,
     runner: Runner | None = None,
@@ -87,6 +89,9 @@ def evaluate(
     ``on_start`` gets the number of samples once they are read. With ``stop_on_failure`` a
     sample's judging ends at its first failed test: verdicts and rewards are the same, and
     ``passed`` counts the tests that passed before it.
+
+    Each row says ``judged``: False when the task itself could not be judged (its
+    expected outputs could not be computed), with ``verdict`` sandbox_error and no reward.
 
     ``time_limit``: ``"derive"`` (default) sets each task's CPU limit from its reference,
     max(1 s, 4 x the reference's CPU time), unless the dataset gives limits
@@ -124,12 +129,9 @@ def evaluate(
                     emit(
                         _row(
                             s,
-                            "sandbox_error",
-                            None,
-                            0,
-                            len(problems[s.task_id].tests),
-                            problems[s.task_id].limits.time_s,
-                            broken[s.task_id],
+                            Judgement("sandbox_error", [], None, broken[s.task_id], judged=False),
+                            total=len(problems[s.task_id].tests),
+                            time_limit_s=problems[s.task_id].limits.time_s,
                         )
                     )
             handle = ex.submit(
@@ -149,12 +151,9 @@ def evaluate(
                 emit(
                     _row(
                         s,
-                        result.verdict,
-                        result.reward,
-                        result.judgement.passed if result.judgement is not None else 0,
-                        len(problems[s.task_id].tests),
-                        ready[s.task_id].limits.time_s,
-                        result.reason,
+                        result,
+                        total=len(problems[s.task_id].tests),
+                        time_limit_s=ready[s.task_id].limits.time_s,
                     )
                 )
     finally:
@@ -165,23 +164,21 @@ def evaluate(
 
 
 def _row(
-    s: Sample,
-    verdict: str | None,
-    reward: float | None,
-    passed: int,
-    total: int,
-    time_limit_s: float,
-    reason: str,
+    s: Sample, result: JobResult | Judgement, *, total: int, time_limit_s: float
 ) -> dict[str, Any]:
+    """One output row, from the executor's result or from a judgement made here (a task
+    that could not be judged)."""
+    judgement = result.judgement if isinstance(result, JobResult) else result
     return {
         "task_id": s.task_id,
         "sample_index": s.index,
-        "verdict": verdict,
-        "reward": reward,
-        "passed": passed,
+        "verdict": result.verdict,
+        "reward": result.reward,
+        "passed": judgement.passed if judgement is not None else 0,
         "total": total,
         "time_limit_s": time_limit_s,
-        "reason": reason[:500],
+        "judged": judgement.judged if judgement is not None else True,
+        "reason": result.reason[:500],
     }
 
 

@@ -16,6 +16,8 @@ from .languages.cache import CompileCache
 from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
 from .types import ExecResult, Limits
 
+__all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
+
 
 class Runner:
     """Source in, :class:`ExecResult` out; owns a sandbox pool and a compile cache.
@@ -62,7 +64,28 @@ class Runner:
         request = self.request(code, language, stdin, limits, files, args, collect)
         if isinstance(request, ExecResult):
             return request
+        return self.execute(request)
+
+    def execute(self, request: RunRequest) -> ExecResult:
+        """Run a prepared sandbox request as it is (the judge's trusted scripts, a checker,
+        the quality reward's linter): the one way past the runner into its sandbox."""
         return self.sandbox.execute(request)
+
+    @property
+    def bytecode_magic(self) -> str | None:
+        """The sandbox interpreter's bytecode magic number (hex), once its fork server has
+        reported it, else None: trusted scripts may be sent compiled when it equals ours."""
+        magic = self.sandbox.zygote_info.get("bytecode_magic")
+        return magic if isinstance(magic, str) else None
+
+    @property
+    def insecure(self) -> bool:
+        """True when the sandbox runs without some mandatory isolation control (opted out)."""
+        return self.sandbox.insecure
+
+    def warm_up(self, slots: int) -> None:
+        """Arm up to ``slots`` sandboxes now (at most the pool size) instead of on first use."""
+        self.sandbox.warm_up(min(slots, self.sandbox.pool_size))
 
     def request(
         self,
@@ -115,8 +138,13 @@ class Runner:
         stdin: str | bytes = b"",
         limits: Limits | None = None,
         files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        collect: Sequence[str] = (),
     ) -> ExecResult:
-        return await asyncio.to_thread(self.run, code, language, stdin, limits, files)
+        """Async form of :meth:`run` (the sandbox work happens off the event loop)."""
+        return await asyncio.to_thread(
+            self.run, code, language, stdin, limits, files, args, collect
+        )
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
         key = hashlib.sha256(
@@ -137,48 +165,56 @@ class Runner:
                 self._cache.move_to_end(key)
                 return hit
             gate = self._building.setdefault(key, threading.Lock())
-        with gate:  # concurrent identical sources: one compiles, the others wait for it
+        try:
+            with gate:  # concurrent identical sources: one compiles, the others wait for it
+                return self._build_once(key, build)
+        finally:
+            # Whatever the outcome (an artefact, compile_error, sandbox_error), the gate is
+            # done with: failures are not cached, so keeping it would only grow the dict.
             with self._lock:
-                hit = self._cache.get(key)
-                if hit is not None:
-                    return hit
-            stored = self.compile_cache.get(key)
-            if stored is not None:
-                self._remember(key, stored)
-                return stored
-            result = self.sandbox.execute(
-                RunRequest(
-                    "exec", build.argv, build.files, b"", build.limits, collect=[build.artifact]
-                )
+                if self._building.get(key) is gate:
+                    del self._building[key]
+
+    def _build_once(self, key: str, build: languages.Build) -> bytes | ExecResult:
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        stored = self.compile_cache.get(key)
+        if stored is not None:
+            self._remember(key, stored)
+            return stored
+        result = self.execute(
+            RunRequest("exec", build.argv, build.files, b"", build.limits, collect=[build.artifact])
+        )
+        artifact = result.files.get(build.artifact)
+        if result.status == "sandbox_error":
+            return result
+        if result.status != "ok" or artifact is None:
+            message = result.stderr or result.stdout
+            if result.status == "ok":
+                message += (
+                    f"\nassay: the build left no {build.artifact} of at most "
+                    f"{COLLECT_MAX_BYTES >> 20} MiB\n"
+                ).encode()
+            if result.status != "ok" and result.status != "runtime_error":
+                message += f"\ncompiler stopped: {result.status}".encode()
+            return ExecResult(
+                status="compile_error",
+                exit_code=result.exit_code,
+                signal=result.signal,
+                stdout=b"",
+                stderr=message[-65536:],
+                cpu_s=result.cpu_s,
+                wall_s=result.wall_s,
+                peak_memory_bytes=result.peak_memory_bytes,
             )
-            artifact = result.files.get(build.artifact)
-            if result.status == "sandbox_error":
-                return result
-            if result.status != "ok" or artifact is None:
-                message = result.stderr or result.stdout
-                if result.status == "ok":
-                    message += (
-                        f"\nassay: the build left no {build.artifact} of at most "
-                        f"{COLLECT_MAX_BYTES >> 20} MiB\n"
-                    ).encode()
-                if result.status != "ok" and result.status != "runtime_error":
-                    message += f"\ncompiler stopped: {result.status}".encode()
-                return ExecResult(
-                    status="compile_error",
-                    exit_code=result.exit_code,
-                    signal=result.signal,
-                    stdout=b"",
-                    stderr=message[-65536:],
-                    cpu_s=result.cpu_s,
-                    wall_s=result.wall_s,
-                    peak_memory_bytes=result.peak_memory_bytes,
-                )
-            try:
-                self.compile_cache.put(key, artifact)
-            except OSError:
-                pass  # a full or read-only cache disk costs speed, not correctness
-            self._remember(key, artifact)
-            return artifact
+        try:
+            self.compile_cache.put(key, artifact)
+        except OSError:
+            pass  # a full or read-only cache disk costs speed, not correctness
+        self._remember(key, artifact)
+        return artifact
 
     def _remember(self, key: str, artifact: bytes) -> None:
         """Keep ``artifact`` in the in-memory LRU, bounded by bytes: one larger than
@@ -192,7 +228,6 @@ class Runner:
                 self._cache_bytes += len(artifact)
             while self._cache_bytes > defaults.RUNNER_ARTIFACT_BYTES:
                 self._cache_bytes -= len(self._cache.popitem(last=False)[1])
-            self._building.pop(key, None)
 
 
 _default: Runner | None = None
@@ -215,6 +250,9 @@ def run(
     stdin: str | bytes = b"",
     limits: Limits | None = None,
     files: Mapping[str, str | bytes] | None = None,
+    *,
+    args: Sequence[str] = (),
+    collect: Sequence[str] = (),
 ) -> ExecResult:
     """Run ``code`` in a fresh, fully isolated sandbox and report what it did.
 
@@ -222,7 +260,7 @@ def run(
     >>> assay.run("print(input()[::-1])", stdin="abc").stdout
     b'cba\\n'
     """
-    return default_runner().run(code, language, stdin, limits, files)
+    return default_runner().run(code, language, stdin, limits, files, args, collect)
 
 
 async def run_async(
@@ -231,6 +269,9 @@ async def run_async(
     stdin: str | bytes = b"",
     limits: Limits | None = None,
     files: Mapping[str, str | bytes] | None = None,
+    *,
+    args: Sequence[str] = (),
+    collect: Sequence[str] = (),
 ) -> ExecResult:
     """Async form of :func:`run` (the sandbox work happens off the event loop)."""
-    return await default_runner().run_async(code, language, stdin, limits, files)
+    return await default_runner().run_async(code, language, stdin, limits, files, args, collect)

@@ -11,7 +11,9 @@ from assay.executor.batch import BatchHandle
 
 
 def result(i: int) -> JobResult:
-    return JobResult(i, f"j{i}", "done", "accepted", 1.0, "ok")
+    return JobResult(
+        index=i, job_id=f"j{i}", outcome="done", verdict="accepted", reward=1.0, reason="ok"
+    )
 
 
 def test_gather_returns_when_the_last_result_arrives() -> None:

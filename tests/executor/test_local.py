@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -311,3 +312,56 @@ def test_an_empty_batch_is_done_at_once() -> None:
 def test_a_run_job_with_bad_fields_is_rejected_naming_them() -> None:
     with executor(judged) as ex, pytest.raises(ValidationError, match=r"jobs\[0\].limits"):
         ex.submit([RunJob("print(1)", limits={"time_s": 1})])  # type: ignore[arg-type]
+
+
+def _ran(job: Job) -> Execution:
+    return Execution("ok", None, "exit code 0")
+
+
+def test_plain_runs_are_never_shared_unless_they_ask() -> None:
+    """A run's output is not a function of its code (random numbers, clocks): identical
+    RunJobs each run, in one batch and across batches; ``RunJob(cache=True)`` opts in."""
+    fn = Counting(_ran)
+    with executor(fn) as ex:
+        first = ex.run([RunJob("import random; print(random.random())") for _ in range(3)])
+        again = ex.run([RunJob("import random; print(random.random())")])
+        assert len(fn.calls) == 4
+        assert not any(r.cache_hit for r in [*first, *again])
+        opted = ex.run([RunJob("print(1)", cache=True) for _ in range(3)])
+        assert len(fn.calls) == 5 and sum(r.cache_hit for r in opted) == 2
+
+
+def test_every_result_has_its_own_record_and_id() -> None:
+    """Cache hits and in-flight twins get ids of their own (so ``assay records`` counts
+    every result) and name the job whose run they share in ``source_job_id``."""
+    records = MemoryWriter()
+    fn = Counting(lambda j: (time.sleep(0.05), judged(j))[1])
+    with executor(fn, records=records) as ex:
+        twins = ex.run([Submission(problem("p", 0.05), "print(1)") for _ in range(3)])
+        cached = ex.run([Submission(problem("p", 0.05), "print(1)")])
+    results = [*twins, *cached]
+    ids = [r.job_id for r in results]
+    assert len(set(ids)) == 4 and "cached" not in ids
+    assert len(records.records) == 4
+    assert {r["job_id"] for r in records.records} == set(ids)
+    [ran] = [r for r in results if not r.cache_hit]
+    assert ran.source_job_id == ran.job_id
+    assert all(r.source_job_id == ran.job_id for r in results)
+    assert sum(r["cache_hit"] for r in records.records) == 3
+
+
+def test_stored_records_count_every_result(tmp_path: Path) -> None:
+    """``assay records`` reads back one row per result: cache hits and in-flight twins no
+    longer share an id (the store keeps one row per id and attempt)."""
+    from assay.telemetry import query
+
+    fn = Counting(lambda j: (time.sleep(0.05), judged(j))[1])
+    with executor(fn, records=tmp_path / "records") as ex:
+        results = ex.run([Submission(problem("p", 0.05), "print(1)") for _ in range(4)])
+        results += ex.run([Submission(problem("p", 0.05), "print(1)")])
+    assert len(fn.calls) == 1
+    table = query(tmp_path / "records")
+    assert table.num_rows == len(results) == 5
+    assert sorted(table["job_id"].to_pylist()) == sorted(r.job_id for r in results)
+    [ran] = [r.job_id for r in results if not r.cache_hit]
+    assert table["source_job_id"].to_pylist() == [ran] * 5

@@ -6,9 +6,11 @@ import json
 from typing import Any
 
 import httpx
+import pydantic
 
-from assay import LocalExecutor, Problem, Submission, TestCase
-from assay.types import Limits
+from assay import LocalExecutor, ValidationError
+from assay.server import Settings, native
+from assay.server.models import JudgeRequest
 
 FENCE = "`" * 3
 
@@ -17,21 +19,16 @@ def fenced(code: str, tag: str = "python") -> str:
     return f"Here is my solution.\n{FENCE}{tag}\n{code}\n{FENCE}\nIt reads the input."
 
 
-def _test(raw: dict[str, Any]) -> TestCase:
-    if raw["kind"] == "call":
-        opts = {"fn_name": raw["fn_name"], "args": raw["args"]}
-        return TestCase(kind="call", options=opts, expected_value=raw["expected"])
-    return TestCase(kind="stdio", input=raw["input"], expected=raw["expected"])
-
-
 class FakeServer:
-    """Answers ``POST /v1/judge`` like the Assay server, judging on a local executor; it can
-    be told to fail the next requests with a status code first."""
+    """Answers ``POST /v1/judge`` as the Assay server does (its own request models and
+    conversion, so a request the real server would refuse is refused here too), judging on
+    a local executor; it can be told to fail the next requests with a status code first."""
 
     def __init__(self, executor: LocalExecutor) -> None:
         self.executor = executor
         self.requests: list[dict[str, Any]] = []
         self.fail_with: list[int] = []
+        self.settings = Settings()
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         if request.url.path != "/v1/judge" or request.method != "POST":
@@ -40,23 +37,13 @@ class FakeServer:
             return httpx.Response(self.fail_with.pop(0), headers={"Retry-After": "0"})
         body = json.loads(request.content)
         self.requests.append(body)
-        subs = [
-            Submission(
-                Problem("remote", [_test(t) for t in s["tests"]], Limits(**s["limits"])),
-                s["code"],
-                s["language"],
-            )
-            for s in body["submissions"]
-        ]
-        results = self.executor.run(subs)
-        out = [
-            {
-                "verdict": r.verdict,
-                "reward": r.reward,
-                "passed": r.judgement.passed if r.judgement else 0,
-                "total": len(s.problem.tests),
-                "reason": r.reason,
-            }
-            for r, s in zip(results, subs, strict=True)
-        ]
+        try:
+            parsed = JudgeRequest.model_validate(body)
+            subs = native.submissions(parsed, self)  # type: ignore[arg-type]
+        except (pydantic.ValidationError, ValidationError) as exc:
+            return httpx.Response(422, json={"detail": str(exc)})
+        results = self.executor.run(
+            subs, stop_on_failure=parsed.stop_on_failure, deadline_s=parsed.deadline_s
+        )
+        out = [native.to_result(r).model_dump() for r in results]
         return httpx.Response(200, json={"results": out})

@@ -9,9 +9,12 @@ import json
 import httpx
 import pytest
 
-from assay import AssayError
+from assay import AssayError, Submission, ValidationError
+from assay.integrations import RewardConfig
+from assay.integrations._judging import prepare
+from assay.integrations._remote import RemoteJudge
 from assay.integrations.trl import make_reward_func, make_reward_func_async
-from assay.integrations.verl import KEYS, compute_score_async, compute_score_batch
+from assay.integrations.verl import KEYS, compute_score, compute_score_async, compute_score_batch
 
 from .helpers import FakeServer, fenced
 
@@ -38,9 +41,12 @@ def test_batch_goes_out_as_one_request_in_the_documented_shape(
     assert len(server.requests) == 1
     subs = server.requests[0]["submissions"]
     assert len(subs) == 3
-    assert set(subs[0]) == {"code", "language", "tests", "limits"}
-    assert subs[0]["tests"][0] == {"kind": "stdio", "input": "1 2\n", "expected": "3\n"}
-    assert subs[2]["tests"][0] == {"kind": "call", "fn_name": "add", "args": [2, 3], "expected": 5}
+    assert set(subs[0]) == {"code", "language", "problem"}
+    assert server.requests[0]["stop_on_failure"] is True  # binary: the verdict is all it needs
+    tests = subs[0]["problem"]["tests"]
+    assert tests[0] == {"kind": "stdio", "input": "1 2\n", "expected": "3\n", "compare": "tokens"}
+    call = subs[2]["problem"]["tests"][0]
+    assert (call["fn_name"], call["args"], call["expected_value"]) == ("add", [2, 3], 5)
     assert subs[0]["code"] == ADD + "\n"
 
 
@@ -82,21 +88,52 @@ def test_server_down_masks_rows_instead_of_failing_the_step() -> None:
     assert "connection refused" in rows[0]["reason"]
 
 
-def test_client_errors_raise() -> None:
+def test_a_refusing_server_masks_the_rows_and_says_why() -> None:
+    """veRL needs a row per sample: a 422 (a wrong URL, a version mismatch) gives rows with
+    valid=False and the server's words, not an exception in the middle of a step."""
+
     def reject(request: httpx.Request) -> httpx.Response:
         return httpx.Response(422, json={"detail": "bad limits"})
 
-    with pytest.raises(AssayError, match="422"):
-        compute_score_batch(
-            ["a"], [fenced(ADD)], [STDIO], url=URL, transport=httpx.MockTransport(reject)
-        )
+    mock = httpx.MockTransport(reject)
+    rows = compute_score_batch(["a"], [fenced(ADD)], [STDIO], url=URL, transport=mock)
+    assert rows[0]["valid"] is False and rows[0]["verdict"] == "remote_error"
+    assert "422" in rows[0]["reason"] and "bad limits" in rows[0]["reason"]
+    f = make_reward_func(column="input_output", url=URL, transport=mock)
+    assert f(prompts=["p"], completions=[fenced(ADD)], input_output=[STDIO]) == [None]
 
 
-def test_malformed_answer_raises() -> None:
+def test_the_client_itself_raises_on_a_malformed_answer() -> None:
     def wrong(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=json.dumps({"results": []}))
 
+    subs = prepare_all([fenced(ADD)], [STDIO])
     with pytest.raises(AssayError, match="unexpected body"):
-        compute_score_batch(
-            ["a"], [fenced(ADD)], [STDIO], url=URL, transport=httpx.MockTransport(wrong)
-        )
+        RemoteJudge(URL, transport=httpx.MockTransport(wrong)).judge(subs)
+    rows = compute_score_batch(
+        ["a"], [fenced(ADD)], [STDIO], url=URL, transport=httpx.MockTransport(wrong)
+    )
+    assert rows[0]["valid"] is False and "unexpected body" in rows[0]["reason"]
+
+
+def prepare_all(responses: list[str], truths: list[object]) -> list[Submission]:
+    config = RewardConfig(url=URL)
+    subs = [prepare(r, t, config) for r, t in zip(responses, truths, strict=True)]
+    assert all(isinstance(s, Submission) for s in subs)
+    return [s for s in subs if isinstance(s, Submission)]
+
+
+def test_call_tests_keep_their_options_over_url(transport: httpx.MockTransport) -> None:
+    """APPS call tests compare tuples as lists and accept alternatives: the server applies
+    the same options, so url= and in-process judging agree."""
+    gt = {"inputs": [[2, 3]], "outputs": [[2, 3]], "fn_name": "pair"}
+    code = fenced("def pair(a, b):\n    return (a, b)")
+    assert compute_score("a", code, gt, url=URL, transport=transport)["score"] == 1.0
+
+
+def test_values_json_would_change_are_refused_per_row() -> None:
+    from assay import Problem, TestCase
+
+    t = TestCase(kind="call", options={"fn_name": "f", "args": [(1, 2)]}, expected_value=1)
+    with pytest.raises(ValidationError, match="tuples"):
+        RemoteJudge.encode(Submission(Problem("p", [t]), "def f(x): return 1"))

@@ -12,9 +12,10 @@ from assay.judge import Judge, Submission, _trusted
 
 def test_compiled_when_the_magic_numbers_match(runner: Runner) -> None:
     runner.run("pass")  # the fork server has reported its bytecode magic
-    argv0, (name, content, _mode) = _trusted.script(runner, _trusted.HARNESS, "_assay_harness")
-    assert argv0 == "/work/_assay_harness.pyc" and name == "_assay_harness.pyc"
-    assert content[:4] != _trusted.source(_trusted.HARNESS)[:4]
+    argv0, files = _trusted.script(runner, _trusted.HARNESS, "_assay_harness")
+    assert argv0 == "/work/_assay_harness.pyc"
+    assert [name for name, _, _ in files] == ["_assay_harness.pyc", "_assay_codec.pyc"]
+    assert files[0][1][:4] != _trusted.source(_trusted.HARNESS)[:4]
 
 
 @pytest.mark.parametrize("magic", ["same", "other"])
@@ -23,10 +24,10 @@ def test_same_verdicts_compiled_or_as_source(
 ) -> None:
     runner.run("pass")
     if magic == "other":  # e.g. a sandbox interpreter of another Python version
-        info = {**runner.sandbox.zygote_info, "bytecode_magic": "00000000"}
-        monkeypatch.setattr(type(runner.sandbox), "zygote_info", property(lambda self: info))
-        argv0, _ = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
+        monkeypatch.setattr(type(runner), "bytecode_magic", property(lambda self: "00000000"))
+        argv0, files = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
         assert argv0 == "/work/_assay_callserver.py"
+        assert [name for name, _, _ in files] == ["_assay_callserver.py", "_assay_codec.py"]
     judge = Judge(runner)
     good = judge.judge(Submission(PROBLEM, PROMPT + SOLUTION))
     bad = judge.judge(Submission(PROBLEM, PROMPT + "    return True\n"))

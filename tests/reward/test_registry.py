@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-import assay
 from assay import ValidationError
 from assay import reward as rewards
 
@@ -41,21 +40,3 @@ def test_unknown_name() -> None:
     with pytest.raises(ValidationError) as e:
         rewards.get("speed")
     assert e.value.field == "reward" and "binary" in e.value.message
-
-
-def test_top_level_exports() -> None:
-    for name in [
-        "RewardFn",
-        "RewardResult",
-        "BinaryReward",
-        "FractionReward",
-        "WeightedFractionReward",
-        "EfficiencyReward",
-        "MemoryReward",
-        "QualityReward",
-        "CompositeReward",
-        "get_reward",
-    ]:
-        assert name in assay.__all__ and hasattr(assay, name)
-    assert assay.__all__ == sorted(assay.__all__)
-    assert assay.get_reward is rewards.get

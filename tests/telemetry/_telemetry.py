@@ -77,6 +77,9 @@ def record(**overrides: Any) -> dict[str, Any]:
         "cache_hit": False,
         "worker": "w0",
         "host": "h0",
+        "source_job_id": f"job-{n:06d}",
     }
     rec.update(overrides)
+    if "job_id" in overrides and "source_job_id" not in overrides:
+        rec["source_job_id"] = overrides["job_id"]
     return rec

@@ -98,6 +98,7 @@ def build(
         "queue_wait_s": result.queue_wait_s,
         "attempt": result.attempts,
         "cache_hit": result.cache_hit,
+        "source_job_id": result.source_job_id or result.job_id,
         "worker": result.worker,
         "host": _HOST,
     }

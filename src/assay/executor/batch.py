@@ -46,10 +46,6 @@ class BatchHandle:
             _safe(cb, result)
         return True
 
-    def _pending(self) -> list[int]:
-        with self._cond:
-            return [i for i, r in enumerate(self._slots) if r is None]
-
     # -- consumer side ---------------------------------------------------------------------
     @property
     def done(self) -> bool:
@@ -140,4 +136,12 @@ def _safe(fn: Callback, result: JobResult) -> None:
 
 
 def ended(index: int, job_id: str, outcome: Outcome, reason: str, wait_s: float) -> JobResult:
-    return JobResult(index, job_id, outcome, None, None, reason, queue_wait_s=wait_s)
+    return JobResult(
+        index=index,
+        job_id=job_id,
+        outcome=outcome,
+        verdict=None,
+        reward=None,
+        reason=reason,
+        queue_wait_s=wait_s,
+    )

@@ -16,7 +16,6 @@ One worker thread per slot pulls the next task from the :class:`~assay.scheduler
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import os
@@ -24,7 +23,6 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,84 +34,13 @@ from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
 from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer
 from . import _records
+from ._deadlines import Reaper
+from ._jobs import JobState, Memory, Part, Sub, memory_budget
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended
-from .types import Execution, Job, JobResult, Outcome
+from .types import Execution, Job, JobResult, Outcome, RunJob
 
 log = logging.getLogger("assay.executor")
-
-
-@dataclass(eq=False)
-class _Sub:
-    """One batch entry waiting for a job's result."""
-
-    handle: BatchHandle
-    index: int
-    caller: str
-    priority: int
-    deadline_at: float | None
-    submitted_at: float
-    submitted_mono: float
-    follower: bool  # subscribed to an identical job already queued or running
-
-
-@dataclass(eq=False)
-class _Job:
-    id: str
-    job: Job
-    info: JobInfo
-    stop_on_failure: bool
-    subs: list[_Sub]
-    #: The cache and dedup key: the job's content, and whether it stops at a failure (such
-    #: a result lacks the tests after the failure, so it only stands for the same request).
-    key: str = ""
-    parts: list[tuple[list[int], Job]] | None = None
-    results: dict[int, Execution] = field(default_factory=dict)
-    tasks: list[Task] = field(default_factory=list)
-    attempts: int = 0
-    work_s: float = 0.0
-    first_wait_s: float | None = None
-    started_at: float | None = None
-    worker: str = ""
-    done: bool = False
-
-
-@dataclass(eq=False)
-class _Part:
-    job: _Job
-    index: int
-    payload: Job
-    attempt: int
-
-
-class _Memory:
-    """A budget of MiB held by running jobs; a job larger than the budget runs alone."""
-
-    def __init__(self, budget_mb: int) -> None:
-        self.budget = budget_mb
-        self.used = 0
-        self._cond = threading.Condition()
-
-    def acquire(self, mb: int) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self.used == 0 or self.used + mb <= self.budget)
-            self.used += mb
-
-    def release(self, mb: int) -> None:
-        with self._cond:
-            self.used -= mb
-            self._cond.notify_all()
-
-
-def _memory_budget() -> int:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(int(line.split()[1]) / 1024 * defaults.EXECUTOR_MEMORY_SHARE)
-    except OSError:
-        pass
-    return 4096
 
 
 class LocalExecutor:
@@ -157,12 +84,13 @@ class LocalExecutor:
         self.retries = retries
         self.split = split
         self.queue = FairQueue(max_queued, order)
-        self.cache: ResultCache[Execution] | None = (
+        #: Finished results by content key, with the id of the job that produced each.
+        self.cache: ResultCache[tuple[Execution, str]] | None = (
             ResultCache(
                 cache_entries,
                 max_bytes=defaults.EXECUTOR_CACHE_BYTES,
                 max_entry_bytes=defaults.EXECUTOR_CACHE_ENTRY_BYTES,
-                sizeof=Execution.approx_bytes,
+                sizeof=lambda entry: entry[0].approx_bytes() + len(entry[1]),
             )
             if cache
             else None
@@ -175,34 +103,32 @@ class LocalExecutor:
         self.metrics = metrics or Metrics()
         self.metrics.bind_queue(self.queue.gauges)
         self.metrics.bind_workers(lambda: self._busy, self.slots)
-        self._memory = _Memory(memory_budget_mb or _memory_budget())
+        self._memory = Memory(memory_budget_mb or memory_budget())
         self._lock = threading.Lock()
-        self._inflight: dict[str, _Job] = {}
+        self._inflight: dict[str, JobState] = {}
         self._busy = 0
         self._batches = itertools.count()
         # Ids unique across executors and restarts without a urandom call per id.
         self._id_prefix = os.urandom(4).hex()
         self._ids = itertools.count()
-        self._deadlines: list[tuple[float, int, BatchHandle]] = []
-        self._handles: dict[str, tuple[BatchHandle, list[_Job | None], str, int]] = {}
+        self._handles: dict[str, tuple[BatchHandle, list[JobState | None], str, int]] = {}
         self._closed = False
-        self._wake = threading.Condition(self._lock)
+        self._reaper = Reaper(lambda handle: self._end(handle, "deadline"))
         if isinstance(self.backend, SandboxBackend):
             # Two armed sandboxes per slot: a slot that just finished a run re-arms in the
             # background while the worker takes the other, so a burst finds them ready.
-            sandbox = self.backend.runner.sandbox
-            sandbox.warm_up(min(2 * self.slots, sandbox.pool_size))
+            self.backend.runner.warm_up(2 * self.slots)
         self._workers = [
             threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
             for i in range(self.slots)
         ]
-        self._reaper = threading.Thread(target=self._reap, daemon=True)
-        for t in [*self._workers, self._reaper]:
+        for t in self._workers:
             t.start()
 
-    # -- public API -------------------------------------------------------------------------
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):08x}"
+
+    # -- public API -------------------------------------------------------------------------
 
     def submit(
         self,
@@ -237,29 +163,33 @@ class LocalExecutor:
         if not jobs:
             return handle  # already done: nothing to queue, wait for or record
         deadline_at = None if deadline_s is None else now + deadline_s
-        hits: list[tuple[_Sub, JobInfo, Execution]] = []
-        new_jobs: list[_Job] = []
-        entries: list[_Job | None] = []
+        hits: list[tuple[Sub, JobInfo, tuple[Execution, str]]] = []
+        shared = 0
+        new_jobs: list[JobState] = []
+        entries: list[JobState | None] = []
         with self._lock:
-            fresh: dict[str, _Job] = {}
+            fresh: dict[str, JobState] = {}
             for i, (job, info) in enumerate(zip(jobs, infos, strict=True)):
-                sub = _Sub(handle, i, caller, priority, deadline_at, now, mono, False)
+                sub = Sub(handle, i, caller, priority, deadline_at, now, mono, False)
                 key = info.cache_key + ("/stop" if stop_on_failure else "")
-                cached = self.cache.get(key) if self.cache is not None else None
+                cacheable = self.cache is not None and _cacheable(job)
+                shared += cacheable
+                cached = self.cache.get(key) if self.cache is not None and cacheable else None
                 if cached is not None:
                     hits.append((sub, info, cached))
                     entries.append(None)
                     continue
-                twin = (
-                    (fresh.get(key) or self._inflight.get(key)) if self.cache is not None else None
-                )
+                twin = (fresh.get(key) or self._inflight.get(key)) if cacheable else None
                 if twin is not None and not twin.done:
                     sub.follower = True
                     twin.subs.append(sub)
                     entries.append(twin)
                     continue
-                j = _Job(self._new_id(), job, info, stop_on_failure, [sub], key=key)
-                fresh[key] = j
+                j = JobState(
+                    self._new_id(), job, info, stop_on_failure, [sub], key=key, cacheable=cacheable
+                )
+                if cacheable:
+                    fresh[key] = j
                 new_jobs.append(j)
                 entries.append(j)
             tasks = self._plan(new_jobs, priority, caller, batch_seq)
@@ -277,18 +207,26 @@ class LocalExecutor:
                 self._inflight.update(fresh)
             self._handles[handle.id] = (handle, entries, caller, priority)
             if deadline_s is not None:
-                heapq.heappush(self._deadlines, (mono + deadline_s, batch_seq, handle))
-                self._wake.notify_all()
+                self._reaper.add(mono + deadline_s, batch_seq, handle)
         for info in infos:
             self.metrics.submitted(info.language)
-        if self.cache is not None:
-            shared = len(jobs) - len(new_jobs)
-            for _ in range(shared):
-                self.metrics.cache_hit()
-            for _ in range(len(new_jobs)):
-                self.metrics.cache_miss()
-        for sub, info, ex in hits:
-            self._deliver(sub, info, ex, job_id="cached", attempts=0, run_s=0.0, cache_hit=True)
+        # Of the jobs that may share a result: those that did (cache or twin), those that ran.
+        misses = sum(j.cacheable for j in new_jobs)
+        for _ in range(shared - misses):
+            self.metrics.cache_hit()
+        for _ in range(misses):
+            self.metrics.cache_miss()
+        for sub, info, (ex, source) in hits:
+            self._deliver(
+                sub,
+                info,
+                ex,
+                job_id=self._new_id(),
+                source_job_id=source,
+                attempts=0,
+                run_s=0.0,
+                cache_hit=True,
+            )
         return handle
 
     def run(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
@@ -304,11 +242,10 @@ class LocalExecutor:
             if self._closed:
                 return
             self._closed = True
-            self._wake.notify_all()
+        self._reaper.close()
         self.queue.close()
         for t in self._workers:
             t.join()
-        self._reaper.join()
         self.estimator.close()
         self.records.close()
         if self._own_runner and self.runner is not None:
@@ -325,7 +262,7 @@ class LocalExecutor:
         return self._busy
 
     # -- planning ---------------------------------------------------------------------------
-    def _plan(self, jobs: list[_Job], priority: int, caller: str, seq: int) -> list[Task]:
+    def _plan(self, jobs: list[JobState], priority: int, caller: str, seq: int) -> list[Task]:
         """Tasks for new jobs, with estimates; long submissions split when slots would idle."""
         estimates = [self.estimator.estimate(j.info.estimate_keys, j.info.size) for j in jobs]
         spare = self.slots - self._busy - self.queue.depth()
@@ -339,7 +276,7 @@ class LocalExecutor:
             units = parts or [(list(range(j.info.size)), j.job)]
             for k, (indices, payload) in enumerate(units):
                 share = est * len(indices) / max(1, j.info.size)
-                t = Task(_Part(j, k, payload, 1), caller, priority, share, seq)
+                t = Task(Part(j, k, payload, 1), caller, priority, share, seq)
                 j.tasks.append(t)
                 tasks.append(t)
         return tasks
@@ -350,7 +287,7 @@ class LocalExecutor:
             task = self.queue.get()
             if task is None:
                 return
-            part: _Part = task.payload
+            part: Part = task.payload
             job = part.job
             with self._lock:
                 if job.done or not job.subs:
@@ -385,7 +322,7 @@ class LocalExecutor:
                     self.metrics.retry()
                     log.warning("job %s attempt %d: sandbox_error, retrying", job.id, part.attempt)
                     retry = Task(
-                        _Part(job, part.index, part.payload, part.attempt + 1),
+                        Part(job, part.index, part.payload, part.attempt + 1),
                         task.caller,
                         task.priority,
                         task.estimate,
@@ -398,7 +335,7 @@ class LocalExecutor:
                     continue
             self._part_done(part, ex, elapsed)
 
-    def _part_done(self, part: _Part, ex: Execution, elapsed: float) -> None:
+    def _part_done(self, part: Part, ex: Execution, elapsed: float) -> None:
         job = part.job
         with self._lock:
             job.results[part.index] = ex
@@ -418,15 +355,16 @@ class LocalExecutor:
             )
         job.results.clear()
         if ex.verdict != "sandbox_error":
-            if self.cache is not None:
-                self.cache.put(job.key, ex)
+            if self.cache is not None and job.cacheable:
+                self.cache.put(job.key, (ex, job.id))
             self.estimator.observe(job.info.estimate_keys, job.work_s, job.info.size)
         for sub in subs:
             self._deliver(
                 sub,
                 job.info,
                 ex,
-                job_id=job.id,
+                job_id=self._new_id() if sub.follower else job.id,
+                source_job_id=job.id,
                 attempts=job.attempts,
                 run_s=job.work_s,
                 cache_hit=sub.follower,
@@ -437,11 +375,12 @@ class LocalExecutor:
 
     def _deliver(
         self,
-        sub: _Sub,
+        sub: Sub,
         info: JobInfo,
         ex: Execution,
         *,
         job_id: str,
+        source_job_id: str,
         attempts: int,
         run_s: float,
         cache_hit: bool,
@@ -450,19 +389,20 @@ class LocalExecutor:
         worker: str = "",
     ) -> None:
         result = JobResult(
-            sub.index,
-            job_id,
-            "done",
-            ex.verdict,
-            ex.reward,
-            ex.reason,
-            ex.judgement,
-            ex.result,
-            attempts,
-            cache_hit,
-            wait if wait is not None and not cache_hit else 0.0,
-            0.0 if cache_hit else run_s,
-            worker,
+            index=sub.index,
+            job_id=job_id,
+            outcome="done",
+            verdict=ex.verdict,
+            reward=ex.reward,
+            reason=ex.reason,
+            judgement=ex.judgement,
+            result=ex.result,
+            attempts=attempts,
+            cache_hit=cache_hit,
+            source_job_id=source_job_id,
+            queue_wait_s=wait if wait is not None and not cache_hit else 0.0,
+            run_s=0.0 if cache_hit else run_s,
+            worker=worker,
         )
         if sub.handle._deliver(result):
             self._record(sub, info, result, started_at)
@@ -474,9 +414,7 @@ class LocalExecutor:
             with self._lock:
                 self._handles.pop(handle.id, None)
 
-    def _record(
-        self, sub: _Sub, info: JobInfo, result: JobResult, started_at: float | None
-    ) -> None:
+    def _record(self, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None) -> None:
         if isinstance(self.records, NullWriter):
             return  # records are off: do not build what nobody keeps
         try:
@@ -496,22 +434,7 @@ class LocalExecutor:
         except Exception:
             log.exception("could not write the execution record of job %s", result.job_id)
 
-    # -- deadlines and cancellation ----------------------------------------------------------
-    def _reap(self) -> None:
-        with self._lock:
-            while not self._closed:
-                now = time.monotonic()
-                if self._deadlines and self._deadlines[0][0] <= now:
-                    _, _, handle = heapq.heappop(self._deadlines)
-                    self._lock.release()
-                    try:
-                        self._end(handle, "deadline")
-                    finally:
-                        self._lock.acquire()
-                    continue
-                timeout = self._deadlines[0][0] - now if self._deadlines else None
-                self._wake.wait(timeout)
-
+    # -- deadlines and cancellation (the reaper thread is in _deadlines.py) ----------------
     def _cancel(self, handle: BatchHandle) -> None:
         self._end(handle, "cancelled")
 
@@ -523,7 +446,7 @@ class LocalExecutor:
                 return
             jobs = entry[1]
             orphans: list[Task] = []
-            ended_subs: list[tuple[_Sub, _Job]] = []
+            ended_subs: list[tuple[Sub, JobState]] = []
             for j in {id(j): j for j in jobs if j is not None}.values():
                 if j.done:  # its result is on its way to every subscriber it had
                     continue
@@ -541,7 +464,7 @@ class LocalExecutor:
             started = "" if j.started_at is None else " (it was running)"
             r = ended(
                 sub.index,
-                j.id,
+                self._new_id() if sub.follower else j.id,
                 outcome,
                 f"{why} before the job finished{started}",
                 now - sub.submitted_mono,
@@ -549,3 +472,9 @@ class LocalExecutor:
             if handle._deliver(r):
                 self._record(sub, j.info, r, j.started_at)
                 self.metrics.completed(j.info.language, outcome)
+
+
+def _cacheable(job: Job) -> bool:
+    """Judging is deterministic (same code, tests, limits and toolchain: same verdict); a
+    plain run is not (random numbers, clocks), so it shares results only when it asks."""
+    return not isinstance(job, RunJob) or job.cache

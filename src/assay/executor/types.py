@@ -26,6 +26,10 @@ class RunJob:
     #: Work-dir paths whose contents come back in ``result.files`` (SandboxFusion's
     #: ``fetch_files``).
     collect: tuple[str, ...] = ()
+    #: A run's output is not a function of its code (random numbers, clocks), so a plain
+    #: run is never answered from the result cache or shared with an identical run in
+    #: flight unless this is True (for programs known to be deterministic).
+    cache: bool = False
 
 
 Job = Submission | RunJob
@@ -79,9 +83,14 @@ class Execution:
         return n
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JobResult:
-    """One job's result in a batch, in the order the jobs were submitted (``index``)."""
+    """One job's result in a batch, in the order the jobs were submitted (``index``).
+
+    Every result has its own ``job_id``; one answered without a run of its own (the result
+    cache, or an identical job in flight) has ``cache_hit`` True and names the job that ran
+    in ``source_job_id`` (its own id otherwise).
+    """
 
     index: int
     job_id: str
@@ -98,6 +107,8 @@ class JobResult:
     attempts: int = 0
     #: True when the result came from the cache or an identical job in flight.
     cache_hit: bool = False
+    #: The job whose run produced this result (``job_id`` itself unless ``cache_hit``).
+    source_job_id: str = ""
     queue_wait_s: float = 0.0
     #: Seconds of slot time the job used (summed over its parts when split).
     run_s: float = 0.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,23 +21,25 @@ from typing import Any
 
 from .. import languages
 from ..errors import ValidationError
-from ..executor import JobResult, LocalExecutor
+from ..executor import BatchHandle, JobResult, LocalExecutor
 from ..judge import Problem, Submission, validate
-from ..reward import RewardFn
+from ..reward import BinaryReward, RewardFn
 from ..reward import get as get_reward
 from ..types import Limits
-from ._remote import RemoteJudge, RemoteResult, Transport
+from ._remote import RemoteJudge, RemoteRefused, RemoteResult, Transport
 from .extract import extract_code
 from .groundtruth import EXTRA_KEYS, parse_ground_truth
 
 __all__ = [
-    "Config",
+    "OPTIONS",
     "Memo",
     "Outcome",
+    "RewardConfig",
     "default_executor",
     "judge_rows",
     "judge_rows_async",
     "prepare",
+    "resolve_config",
 ]
 
 
@@ -59,6 +62,8 @@ def unjudged(verdict: str, reason: str, total: int = 0) -> Outcome:
     return Outcome(verdict, None, 0, total, reason)
 
 
+log = logging.getLogger("assay.integrations")
+
 _lock = threading.Lock()
 _executor: LocalExecutor | None = None
 
@@ -78,15 +83,28 @@ def default_executor() -> LocalExecutor:
         return _executor
 
 
-@dataclass(frozen=True)
-class Config:
-    """How rows are judged: where (``url`` or ``executor``), and what a row is worth.
+#: What the reward does not need past the verdict: with these, judging stops at the first
+#: failed test unless ``stop_on_failure=False`` is given.
+_VERDICT_ONLY = frozenset({"binary"})
 
-    ``reward`` is a name from :data:`assay.reward.REGISTRY` or a :class:`RewardFn`; over
-    ``url`` only ``binary`` (the server's reward) and ``fraction`` (passed/total) exist,
-    because the server only reports those numbers. ``language`` is used when a row does not
-    name one; ``limits`` replaces the dataset's limits; ``retries`` bounds the retries of a
-    request the server refused for overload or could not take (``url`` only).
+
+@dataclass(frozen=True, kw_only=True)
+class RewardConfig:
+    """How the trainer integrations judge rows; every field is keyword-only.
+
+    ``url``: judge on an ``assay serve`` at this base URL (its ``/v1/judge``) instead of the
+    in-process ``executor`` (default: the shared :func:`default_executor`); ``transport``
+    replaces the network for tests. ``reward``: a name from :data:`assay.reward.REGISTRY`
+    or a :class:`RewardFn`; over ``url`` only ``binary`` (the server's reward) and
+    ``fraction`` (passed/total) exist, because the server only reports those numbers.
+    ``language`` is used when a row does not name one. ``limits`` replaces every row's
+    limits (default: the dataset's; APPS-style rows get 4 s CPU, 1 GiB). ``deadline_s``
+    bounds a whole call: rows still running then come back unjudged (``None`` / ``valid``
+    False). ``stop_on_failure`` ends a row's judging at its first failed test, so one
+    looping completion costs one time limit, not one per test; None (the default) means on
+    for rewards that use the verdict only (``binary``) and off for the others (a pass
+    fraction needs every test). ``retries`` bounds the retries of a request the server
+    refused for overload or could not take (``url`` only). ``caller`` is the fairness key.
     """
 
     url: str | None = None
@@ -96,8 +114,9 @@ class Config:
     limits: Limits | None = None
     transport: Transport | None = None
     deadline_s: float | None = None
-    caller: str = "integration"
+    stop_on_failure: bool | None = None
     retries: int = 3
+    caller: str = "integration"
 
     def __post_init__(self) -> None:
         if self.url is not None and self.executor is not None:
@@ -106,18 +125,56 @@ class Config:
             raise ValidationError("reward", "over url only 'binary' and 'fraction' can be computed")
         if self.retries < 0:
             raise ValidationError("retries", "must be >= 0")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise ValidationError("deadline_s", "must be a positive number of seconds")
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise ValidationError("limits", "must be an assay.Limits")
         if self.url is None and self.transport is not None:
             raise ValidationError("transport", "only used with url")
         if isinstance(self.reward, str) and self.url is None:
             get_reward(self.reward)  # unknown names fail here, not on the first batch
         languages.get(self.language)
 
+    @property
+    def stops_on_failure(self) -> bool:
+        if self.stop_on_failure is not None:
+            return self.stop_on_failure
+        if isinstance(self.reward, str):
+            return self.reward in _VERDICT_ONLY
+        return type(self.reward) is BinaryReward
+
     def reward_fn(self) -> RewardFn:
         return get_reward(self.reward) if isinstance(self.reward, str) else self.reward
 
     def remote(self) -> RemoteJudge:
         assert self.url is not None
-        return RemoteJudge(self.url, transport=self.transport, retries=self.retries)
+        return RemoteJudge(
+            self.url,
+            transport=self.transport,
+            retries=self.retries,
+            stop_on_failure=self.stops_on_failure,
+            deadline_s=self.deadline_s,
+        )
+
+
+#: The option names :func:`resolve_config` takes as keywords (all of :class:`RewardConfig`'s).
+OPTIONS = frozenset(f.name for f in dataclasses.fields(RewardConfig))
+
+
+def resolve_config(
+    given: RewardConfig | None, options: Mapping[str, Any], caller: str
+) -> tuple[RewardConfig, list[str]]:
+    """The config an adapter was called with: ``given`` (a :class:`RewardConfig`) with the
+    keyword ``options`` applied over it, and the option names that are not config fields
+    (the adapter decides whether to refuse or ignore them)."""
+    known = {k: v for k, v in options.items() if k in OPTIONS}
+    unknown = sorted(k for k in options if k not in OPTIONS)
+    base = given if given is not None else RewardConfig(caller=caller)
+    if not isinstance(base, RewardConfig):
+        raise ValidationError("config", "must be an assay.integrations.RewardConfig")
+    if "caller" not in known and given is None:
+        known["caller"] = caller
+    return (dataclasses.replace(base, **known) if known else base), unknown
 
 
 class Memo:
@@ -151,7 +208,7 @@ class Memo:
 def prepare(
     response: str,
     ground_truth: Any,
-    config: Config,
+    config: RewardConfig,
     *,
     data_source: str | None = None,
     extra_info: Mapping[str, Any] | None = None,
@@ -189,53 +246,83 @@ def _local(result: JobResult, submission: Submission, reward: RewardFn) -> Outco
     return Outcome(judgement.verdict, value.value, judgement.passed, total, reason)
 
 
-def _remote(result: RemoteResult, config: Config) -> Outcome:
+def _remote(result: RemoteResult, submission: Submission, config: RewardConfig) -> Outcome:
+    total = len(submission.problem.tests)
+    if result.reward is None:
+        return unjudged(result.verdict, result.reason, total)
     reward = result.reward
-    if reward is not None and config.reward == "fraction":
-        reward = result.passed / result.total if result.total else 0.0
-    return Outcome(result.verdict, reward, result.passed, result.total, result.reason)
+    if config.reward == "fraction":
+        reward = result.passed / total if total else 0.0
+    return Outcome(result.verdict, reward, result.passed, total, result.reason)
 
 
-def _split(items: Sequence[Submission | Outcome]) -> tuple[list[int], list[Submission]]:
-    index = [i for i, item in enumerate(items) if isinstance(item, Submission)]
-    return index, [s for s in items if isinstance(s, Submission)]
+def _refused(subs: list[Submission], exc: RemoteRefused) -> list[RemoteResult]:
+    """The server refused the request (a wrong URL, a version mismatch): every row comes
+    back unjudged with the server's words, so a training step gets masked rows rather than
+    an exception mid-step; the error is logged, since it will not heal by itself."""
+    log.error("judge server refused the batch: %s", exc)
+    return [RemoteResult("remote_error", None, 0, len(s.problem.tests), str(exc)) for s in subs]
 
 
-def _merge(
-    items: Sequence[Submission | Outcome], index: list[int], judged: list[Outcome]
-) -> list[Outcome]:
-    out = [item if isinstance(item, Outcome) else None for item in items]
-    for i, outcome in zip(index, judged, strict=True):
-        out[i] = outcome
-    assert all(o is not None for o in out)
-    return [o for o in out if o is not None]
+class _Rows:
+    """One batch of rows through one path; :func:`judge_rows` and :func:`judge_rows_async`
+    differ only in how they wait for the judging."""
+
+    def __init__(self, items: Sequence[Submission | Outcome], config: RewardConfig) -> None:
+        self.items = items
+        self.config = config
+        self.index = [i for i, item in enumerate(items) if isinstance(item, Submission)]
+        self.subs = [s for s in items if isinstance(s, Submission)]
+        self.executor = None if config.url is not None else (config.executor or default_executor())
+
+    def submit(self) -> BatchHandle:
+        assert self.executor is not None
+        return self.executor.submit(
+            self.subs,
+            caller=self.config.caller,
+            deadline_s=self.config.deadline_s,
+            stop_on_failure=self.config.stops_on_failure,
+        )
+
+    def local(self, results: list[JobResult]) -> list[Outcome]:
+        reward = self.config.reward_fn()
+        judged = [_local(r, s, reward) for r, s in zip(results, self.subs, strict=True)]
+        return self.merge(judged)
+
+    def remote(self, results: list[RemoteResult]) -> list[Outcome]:
+        judged = [_remote(r, s, self.config) for r, s in zip(results, self.subs, strict=True)]
+        return self.merge(judged)
+
+    def merge(self, judged: list[Outcome]) -> list[Outcome]:
+        out = [item if isinstance(item, Outcome) else None for item in self.items]
+        for i, outcome in zip(self.index, judged, strict=True):
+            out[i] = outcome
+        return [o for o in out if o is not None]
 
 
-def judge_rows(items: Sequence[Submission | Outcome], config: Config) -> list[Outcome]:
+def judge_rows(items: Sequence[Submission | Outcome], config: RewardConfig) -> list[Outcome]:
     """Judge every submission of ``items`` in one batch; outcomes in the order of ``items``."""
-    index, subs = _split(items)
-    if not subs:
-        judged: list[Outcome] = []
-    elif config.url is not None:
-        judged = [_remote(r, config) for r in config.remote().judge(subs)]
-    else:
-        ex = config.executor or default_executor()
-        results = ex.run(subs, caller=config.caller, deadline_s=config.deadline_s)
-        reward = config.reward_fn()
-        judged = [_local(r, s, reward) for r, s in zip(results, subs, strict=True)]
-    return _merge(items, index, judged)
+    rows = _Rows(items, config)
+    if not rows.subs:
+        return rows.merge([])
+    if rows.executor is None:
+        try:
+            return rows.remote(config.remote().judge(rows.subs))
+        except RemoteRefused as exc:
+            return rows.remote(_refused(rows.subs, exc))
+    return rows.local(rows.submit().gather())
 
 
-async def judge_rows_async(items: Sequence[Submission | Outcome], config: Config) -> list[Outcome]:
+async def judge_rows_async(
+    items: Sequence[Submission | Outcome], config: RewardConfig
+) -> list[Outcome]:
     """:func:`judge_rows` without blocking the event loop."""
-    index, subs = _split(items)
-    if not subs:
-        judged: list[Outcome] = []
-    elif config.url is not None:
-        judged = [_remote(r, config) for r in await config.remote().judge_async(subs)]
-    else:
-        ex = config.executor or default_executor()
-        results = await ex.run_async(subs, caller=config.caller, deadline_s=config.deadline_s)
-        reward = config.reward_fn()
-        judged = [_local(r, s, reward) for r, s in zip(results, subs, strict=True)]
-    return _merge(items, index, judged)
+    rows = _Rows(items, config)
+    if not rows.subs:
+        return rows.merge([])
+    if rows.executor is None:
+        try:
+            return rows.remote(await config.remote().judge_async(rows.subs))
+        except RemoteRefused as exc:
+            return rows.remote(_refused(rows.subs, exc))
+    return rows.local(await rows.submit().gather_async())

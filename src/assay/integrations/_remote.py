@@ -1,21 +1,26 @@
 """The client side of the Assay server's native ``POST /v1/judge``.
 
-Request: ``{"submissions": [{"code", "language", "tests": [...], "limits": {...}}]}`` with
-tests ``{"kind": "stdio", "input", "expected"}`` or ``{"kind": "call", "fn_name", "args",
-"expected"}``; answer: ``{"results": [{"verdict", "reward", "passed", "total", "reason"}]}``
+Request: ``{"submissions": [{"code", "language", "problem": {"tests": [...], "limits":
+{...}}}], "stop_on_failure", "deadline_s"}`` with tests ``{"kind": "stdio", "input",
+"expected", "compare"}`` or ``{"kind": "call", "fn_name", "args", "expected_value",
+"options"}``; answer: ``{"results": [{"verdict", "reward", "passed", "total", "reason"}]}``
 in the same order. One request carries a whole batch, so the server can deduplicate and
-schedule it as one.
+schedule it as one. Only what the server judges the same way is sent: a test it cannot
+express (script and pytest tests, checkers, call options other than :data:`CALL_OPTIONS`,
+values JSON would change, such as tuples) fails its row with :class:`ValidationError`.
 
 Failures are sorted by whose they are. Overload (429, honouring ``Retry-After``), 502-504 and
 connection errors are retried; when retries run out every row comes back with
 ``reward=None`` (``verdict="remote_error"``), so a training step survives a server restart.
-Any other error status, or an answer of the wrong shape, raises :class:`AssayError`: a wrong
-URL or a client/server version mismatch does not heal by itself and must not be hidden.
+Any other error status, or an answer of the wrong shape, raises :class:`RemoteRefused`: a
+wrong URL or a client/server version mismatch does not heal by itself and must not be
+hidden (the trainer adapters log it and mask the rows).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -24,13 +29,37 @@ from typing import Any
 import httpx
 
 from ..errors import AssayError, ValidationError
-from ..judge import Submission
+from ..judge import Submission, TestCase
+from ..types import Limits
 
-__all__ = ["RemoteJudge", "RemoteResult", "Transport"]
+__all__ = ["CALL_OPTIONS", "RemoteJudge", "RemoteRefused", "RemoteResult", "Transport"]
 
 Transport = httpx.BaseTransport | httpx.AsyncBaseTransport
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
 _MAX_WAIT_S = 30.0
+#: Call-test options ``/v1/judge`` takes (beyond ``fn_name`` and ``args``).
+CALL_OPTIONS = frozenset({"also", "tuples_as_lists", "atol", "rtol"})
+#: The limits ``/v1/judge`` lets a request set.
+_LIMIT_FIELDS = ("time_s", "wall_s", "memory_mb", "processes", "output_bytes")
+
+
+class RemoteRefused(AssayError):
+    """The server answered with an error status or a body of the wrong shape."""
+
+
+def _json_faithful(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` comes back from JSON as itself (no tuple, set, bytes, NaN...)."""
+    if depth > 100:
+        return False
+    if value is None or type(value) in (bool, int, str):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_json_faithful(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _json_faithful(v, depth + 1) for k, v in value.items())
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +101,8 @@ class RemoteJudge:
         timeout: float = 600.0,
         retries: int = 3,
         backoff_s: float = 1.0,
+        stop_on_failure: bool = False,
+        deadline_s: float | None = None,
     ) -> None:
         base = url.rstrip("/")
         self.endpoint = base if base.endswith("/v1/judge") else base + "/v1/judge"
@@ -79,42 +110,36 @@ class RemoteJudge:
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s
+        self.stop_on_failure = stop_on_failure
+        self.deadline_s = deadline_s
 
     @staticmethod
     def encode(submission: Submission) -> dict[str, Any]:
-        """The request entry for ``submission``; :class:`ValidationError` for tests the
-        endpoint cannot express (script/pytest tests, checkers, call options beyond
-        ``fn_name``/``args``)."""
+        """The request entry for ``submission``; :class:`ValidationError` naming the test
+        for what the endpoint cannot express the same way (see the module docstring)."""
         problem = submission.problem
         if problem.checker is not None:
             raise ValidationError("checker", "/v1/judge takes no checker programs")
-        tests: list[dict[str, Any]] = []
-        for i, t in enumerate(problem.tests):
-            if t.kind == "stdio":
-                tests.append({"kind": "stdio", "input": t.input, "expected": t.expected})
-            elif t.kind == "call":
-                tests.append(
-                    {
-                        "kind": "call",
-                        "fn_name": t.options["fn_name"],
-                        "args": t.options["args"],
-                        "expected": t.expected_value,
-                    }
-                )
-            else:
-                raise ValidationError(
-                    f"tests[{i}].kind", f"/v1/judge takes stdio and call tests, not {t.kind!r}"
-                )
+        tests = [_test(i, t) for i, t in enumerate(problem.tests)]
         code = submission.code
         return {
             "code": code if isinstance(code, str) else code.decode("utf-8", "replace"),
             "language": submission.language,
-            "tests": tests,
-            "limits": problem.limits.to_dict(),
+            "problem": {
+                "id": problem.id,
+                "tests": tests,
+                "limits": _limits(problem.limits),
+            },
         }
 
     def _body(self, subs: list[Submission]) -> dict[str, Any]:
-        return {"submissions": [self.encode(s) for s in subs]}
+        body: dict[str, Any] = {
+            "submissions": [self.encode(s) for s in subs],
+            "stop_on_failure": self.stop_on_failure,
+        }
+        if self.deadline_s is not None:
+            body["deadline_s"] = self.deadline_s
+        return body
 
     def judge(self, subs: list[Submission]) -> list[RemoteResult]:
         body = self._body(subs)
@@ -181,7 +206,7 @@ class RemoteJudge:
 
     def _decode(self, response: httpx.Response, subs: list[Submission]) -> list[RemoteResult]:
         if response.status_code != 200:
-            raise AssayError(
+            raise RemoteRefused(
                 f"{self.endpoint} answered HTTP {response.status_code}: {response.text[:500]}"
             )
         try:
@@ -190,7 +215,45 @@ class RemoteJudge:
                 raise ValueError(f"{len(subs)} results expected")
             return [_result(r) for r in results]
         except (ValueError, KeyError, TypeError) as exc:
-            raise AssayError(f"{self.endpoint} answered an unexpected body: {exc}") from None
+            raise RemoteRefused(f"{self.endpoint} answered an unexpected body: {exc}") from None
+
+
+def _limits(limits: Limits) -> dict[str, Any]:
+    """The limits that differ from Assay's defaults (the server applies its own defaults,
+    capped by its settings, to the rest); ``file_bytes`` and ``disk_mb`` are the server's."""
+    default = Limits()
+    return {
+        f: getattr(limits, f)
+        for f in _LIMIT_FIELDS
+        if getattr(limits, f) != getattr(default, f) or f == "time_s"
+    }
+
+
+def _test(i: int, t: TestCase) -> dict[str, Any]:
+    if t.kind == "stdio":
+        return {"kind": "stdio", "input": t.input, "expected": t.expected, "compare": t.compare}
+    if t.kind != "call":
+        raise ValidationError(
+            f"tests[{i}].kind", f"/v1/judge takes stdio and call tests, not {t.kind!r}"
+        )
+    options = {k: v for k, v in t.options.items() if k not in ("fn_name", "args")}
+    extra = sorted(set(options) - CALL_OPTIONS)
+    if extra:
+        raise ValidationError(
+            f"tests[{i}].options", f"/v1/judge cannot apply {', '.join(extra)} to a call test"
+        )
+    entry = {
+        "kind": "call",
+        "fn_name": t.options["fn_name"],
+        "args": t.options["args"],
+        "expected_value": t.expected_value,
+        "options": options,
+    }
+    if not _json_faithful(entry):
+        raise ValidationError(
+            f"tests[{i}]", "holds values JSON cannot carry as they are (tuples, sets, bytes...)"
+        )
+    return entry
 
 
 def _result(r: dict[str, Any]) -> RemoteResult:
@@ -198,7 +261,7 @@ def _result(r: dict[str, Any]) -> RemoteResult:
     if reward is not None and (isinstance(reward, bool) or not isinstance(reward, int | float)):
         raise TypeError(f"reward must be a number or null, got {reward!r}")
     return RemoteResult(
-        str(r["verdict"]),
+        str(r["verdict"] or r.get("outcome") or "remote_error"),
         None if reward is None else float(reward),
         int(r["passed"]),
         int(r["total"]),

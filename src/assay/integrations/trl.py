@@ -22,12 +22,9 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
-from ..executor import LocalExecutor
 from ..judge import Submission
-from ..reward import RewardFn
-from ..types import Limits
-from ._judging import Config, Memo, Outcome, judge_rows, judge_rows_async, prepare
-from ._remote import Transport
+from ._judging import Memo, Outcome, RewardConfig, judge_rows, judge_rows_async, prepare
+from ._judging import resolve_config as _resolve
 
 __all__ = [
     "GROUND_TRUTH_COLUMNS",
@@ -92,7 +89,7 @@ def _column(kwargs: Mapping[str, Any], column: str | None) -> str:
 
 
 def _items(
-    completions: Sequence[Any], kwargs: Mapping[str, Any], column: str | None, config: Config
+    completions: Sequence[Any], kwargs: Mapping[str, Any], column: str | None, config: RewardConfig
 ) -> list[Submission | Outcome]:
     name = _column(kwargs, column)
     truths = kwargs[name]
@@ -123,79 +120,71 @@ def _rewards(outcomes: list[Outcome]) -> list[float | None]:
     return [o.reward for o in outcomes]
 
 
-def _config(
-    language: str,
-    url: str | None,
-    executor: LocalExecutor | None,
-    reward: str | RewardFn,
-    limits: Limits | None,
-    transport: Transport | None,
-    deadline_s: float | None,
-    retries: int,
-) -> Config:
-    return Config(url, executor, language, reward, limits, transport, deadline_s, "trl", retries)
+def _scorer(
+    column: str | None, config: RewardConfig | None, options: Mapping[str, Any]
+) -> tuple[RewardConfig, Callable[[Sequence[Any], Mapping[str, Any]], list[Submission | Outcome]]]:
+    """The checked config and the row reader shared by the sync and async forms."""
+    cfg, unknown = _resolve(config, options, "trl")
+    if unknown:
+        raise ValidationError(unknown[0], "not an option (see assay.integrations.RewardConfig)")
+    return cfg, lambda completions, kwargs: _items(completions, kwargs, column, cfg)
 
 
-def _name(reward: str | RewardFn) -> str:
+def _name(config: RewardConfig, name: str | None) -> str:
+    if name is not None:
+        return name
+    reward = config.reward
     return f"assay_{reward}" if isinstance(reward, str) else f"assay_{type(reward).__name__}"
 
 
 def make_reward_func(
     column: str | None = "verification_info",
-    language: str = "python",
-    url: str | None = None,
-    executor: LocalExecutor | None = None,
-    reward: str | RewardFn = "binary",
     *,
-    limits: Limits | None = None,
-    transport: Transport | None = None,
-    deadline_s: float | None = None,
-    retries: int = 3,
+    config: RewardConfig | None = None,
     name: str | None = None,
+    **options: Any,
 ) -> RewardFunc:
     """A TRL reward function judging ``column`` (None: the first of
-    :data:`GROUND_TRUTH_COLUMNS` present). ``language`` is used when a row does not name
-    one (a ``language`` column or the ground truth's own). The options are checked now, so
-    a misconfiguration fails before training starts."""
-    config = _config(language, url, executor, reward, limits, transport, deadline_s, retries)
+    :data:`GROUND_TRUTH_COLUMNS` present).
+
+    Options are the fields of :class:`~assay.integrations.RewardConfig`, as keywords
+    (``url=``, ``reward="fraction"``, ``limits=Limits(time_s=1)``, ``stop_on_failure=``,
+    ``deadline_s=``...) or as one ``config=``; ``language`` is used when a row does not
+    name one (a ``language`` column or the ground truth's own). They are checked now, so a
+    misconfiguration fails before training starts. ``name`` is what TRL logs the reward
+    under (default ``assay_<reward>``)."""
+    cfg, rows = _scorer(column, config, options)
 
     def func(
         prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
     ) -> list[float | None]:
-        return _rewards(judge_rows(_items(completions, kwargs, column, config), config))
+        return _rewards(judge_rows(rows(completions, kwargs), cfg))
 
-    func.__name__ = func.__qualname__ = name or _name(reward)
+    func.__name__ = func.__qualname__ = _name(cfg, name)
     return func
 
 
 def make_reward_func_async(
     column: str | None = "verification_info",
-    language: str = "python",
-    url: str | None = None,
-    executor: LocalExecutor | None = None,
-    reward: str | RewardFn = "binary",
     *,
-    limits: Limits | None = None,
-    transport: Transport | None = None,
-    deadline_s: float | None = None,
-    retries: int = 3,
+    config: RewardConfig | None = None,
     name: str | None = None,
+    **options: Any,
 ) -> AsyncRewardFunc:
     """:func:`make_reward_func` as a coroutine function (TRL awaits async reward functions
     concurrently with the other reward functions)."""
-    config = _config(language, url, executor, reward, limits, transport, deadline_s, retries)
+    cfg, rows = _scorer(column, config, options)
 
     async def func(
         prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
     ) -> list[float | None]:
-        items = _items(completions, kwargs, column, config)
-        return _rewards(await judge_rows_async(items, config))
+        return _rewards(await judge_rows_async(rows(completions, kwargs), cfg))
 
-    func.__name__ = func.__qualname__ = name or _name(reward)
+    func.__name__ = func.__qualname__ = _name(cfg, name)
     return func
 
 
-_DEFAULT = Config(caller="trl")
+_DEFAULT = RewardConfig(caller="trl")
 
 
 def reward_func(prompts: Any, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:

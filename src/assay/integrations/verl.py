@@ -21,9 +21,13 @@ per-key arrays (``reward_extra_info``) and would fail on a missing key:
            sandbox failing, a deadline, the server down). veRL needs a float, so such rows
            score 0.0; mask them with ``valid`` (or drop the group) rather than train on them.
 
-``url=None`` judges in-process on a shared :class:`LocalExecutor` (created on first use;
-``executor=`` passes your own); ``url="http://host:port"`` sends the rows to an Assay
-server's ``/v1/judge``. Other keyword arguments veRL may pass are ignored (logged once).
+Options are the fields of :class:`~assay.integrations.RewardConfig`, given as keywords
+(``reward_kwargs`` in veRL's YAML) or as ``config=RewardConfig(...)``. ``url=None`` judges
+in-process on a shared :class:`LocalExecutor` (created on first use; ``executor=`` passes
+your own); ``url="http://host:port"`` sends the rows to an ``assay serve``'s ``/v1/judge``.
+``limits=Limits(time_s=...)`` replaces the dataset's limits, ``stop_on_failure`` (on by
+default for the ``binary`` reward) ends a row at its first failed test, ``deadline_s``
+bounds a call. Other keyword arguments veRL may pass are ignored (logged once).
 """
 
 from __future__ import annotations
@@ -33,11 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
-from ..executor import LocalExecutor
-from ..reward import RewardFn
-from ..types import Limits
-from ._judging import Config, Memo, Outcome, judge_rows, judge_rows_async, prepare
-from ._remote import Transport
+from . import _judging
 
 __all__ = [
     "KEYS",
@@ -54,25 +54,16 @@ KEYS = ("score", "acc", "passed", "total", "verdict", "reason", "valid")
 _warned: set[str] = set()
 
 
-def _config(
-    url: str | None,
-    executor: LocalExecutor | None,
-    language: str,
-    reward: str | RewardFn,
-    limits: Limits | None,
-    transport: Transport | None,
-    deadline_s: float | None,
-    retries: int,
-    ignored: Mapping[str, Any],
-) -> Config:
+def _config(options: dict[str, Any]) -> _judging.RewardConfig:
+    config, ignored = _judging.resolve_config(options.pop("config", None), options, "verl")
     fresh = sorted(set(ignored) - _warned)
     if fresh:
         _warned.update(fresh)
         log.warning("assay compute_score ignores keyword arguments: %s", ", ".join(fresh))
-    return Config(url, executor, language, reward, limits, transport, deadline_s, "verl", retries)
+    return config
 
 
-def _row(o: Outcome) -> dict[str, Any]:
+def _row(o: _judging.Outcome) -> dict[str, Any]:
     return {
         "score": float(o.reward) if o.reward is not None else 0.0,
         "acc": o.verdict == "accepted",
@@ -89,8 +80,9 @@ def _items(
     solution_strs: Sequence[str],
     ground_truths: Sequence[Any],
     extra_infos: Sequence[Mapping[str, Any] | None] | None,
-    config: Config,
-) -> list[Any]:
+    options: dict[str, Any],
+) -> tuple[list[Any], _judging.RewardConfig]:
+    config = _config(options)
     n = len(solution_strs)
     extras = list(extra_infos) if extra_infos is not None else [None] * n
     if not len(data_sources) == len(ground_truths) == len(extras) == n:
@@ -99,11 +91,12 @@ def _items(
             f"batch columns differ in length: data_sources {len(data_sources)}, "
             f"solution_strs {n}, ground_truths {len(ground_truths)}, extra_infos {len(extras)}",
         )
-    memo = Memo()
-    return [
-        prepare(s, gt, config, data_source=ds, extra_info=ex, memo=memo)
+    memo = _judging.Memo()
+    items = [
+        _judging.prepare(s, gt, config, data_source=ds, extra_info=ex, memo=memo)
         for ds, s, gt, ex in zip(data_sources, solution_strs, ground_truths, extras, strict=True)
     ]
+    return items, config
 
 
 def compute_score_batch(
@@ -111,23 +104,16 @@ def compute_score_batch(
     solution_strs: Sequence[str],
     ground_truths: Sequence[Any],
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
-    *,
-    url: str | None = None,
-    executor: LocalExecutor | None = None,
-    language: str = "python",
-    reward: str | RewardFn = "binary",
-    limits: Limits | None = None,
-    transport: Transport | None = None,
-    deadline_s: float | None = None,
-    retries: int = 3,
-    **ignored: Any,
+    **options: Any,
 ) -> list[dict[str, Any]]:
-    """Score a whole step's rows as one batch (deduplicated, run in parallel)."""
-    config = _config(
-        url, executor, language, reward, limits, transport, deadline_s, retries, ignored
-    )
-    items = _items(data_sources, solution_strs, ground_truths, extra_infos, config)
-    return [_row(o) for o in judge_rows(items, config)]
+    """Score a whole step's rows as one batch (deduplicated, run in parallel).
+
+    ``options`` are the fields of :class:`~assay.integrations.RewardConfig` (``url``,
+    ``executor``, ``reward``, ``limits``, ``stop_on_failure``, ``deadline_s``, ...), as
+    keywords (veRL's ``reward_kwargs``) or as one ``config=RewardConfig(...)``; keywords
+    veRL passes that are not options are ignored (logged once)."""
+    items, config = _items(data_sources, solution_strs, ground_truths, extra_infos, options)
+    return [_row(o) for o in _judging.judge_rows(items, config)]
 
 
 async def compute_score_batch_async(
@@ -135,23 +121,11 @@ async def compute_score_batch_async(
     solution_strs: Sequence[str],
     ground_truths: Sequence[Any],
     extra_infos: Sequence[Mapping[str, Any] | None] | None = None,
-    *,
-    url: str | None = None,
-    executor: LocalExecutor | None = None,
-    language: str = "python",
-    reward: str | RewardFn = "binary",
-    limits: Limits | None = None,
-    transport: Transport | None = None,
-    deadline_s: float | None = None,
-    retries: int = 3,
-    **ignored: Any,
+    **options: Any,
 ) -> list[dict[str, Any]]:
     """:func:`compute_score_batch` for async reward loops."""
-    config = _config(
-        url, executor, language, reward, limits, transport, deadline_s, retries, ignored
-    )
-    items = _items(data_sources, solution_strs, ground_truths, extra_infos, config)
-    return [_row(o) for o in await judge_rows_async(items, config)]
+    items, config = _items(data_sources, solution_strs, ground_truths, extra_infos, options)
+    return [_row(o) for o in await _judging.judge_rows_async(items, config)]
 
 
 def compute_score(
@@ -159,11 +133,12 @@ def compute_score(
     solution_str: str,
     ground_truth: Any,
     extra_info: Mapping[str, Any] | None = None,
-    **kw: Any,
+    **options: Any,
 ) -> dict[str, Any]:
     """Score one row (veRL's ``custom_reward_function`` signature); options as for
     :func:`compute_score_batch`. Rows of concurrent calls share the executor's batching."""
-    return compute_score_batch([data_source], [solution_str], [ground_truth], [extra_info], **kw)[0]
+    batch = ([data_source], [solution_str], [ground_truth], [extra_info])
+    return compute_score_batch(*batch, **options)[0]
 
 
 async def compute_score_async(
@@ -171,10 +146,8 @@ async def compute_score_async(
     solution_str: str,
     ground_truth: Any,
     extra_info: Mapping[str, Any] | None = None,
-    **kw: Any,
+    **options: Any,
 ) -> dict[str, Any]:
     """:func:`compute_score` for veRL's async reward loop."""
-    rows = await compute_score_batch_async(
-        [data_source], [solution_str], [ground_truth], [extra_info], **kw
-    )
-    return rows[0]
+    batch = ([data_source], [solution_str], [ground_truth], [extra_info])
+    return (await compute_score_batch_async(*batch, **options))[0]

@@ -1,4 +1,5 @@
-"""The judge's trusted in-sandbox scripts (the call server, the test harness).
+"""The judge's trusted in-sandbox scripts (the call server, the test harness), and the
+value codec both import (shipped beside them as ``/work/_assay_codec``).
 
 Compiling them is a fixed cost of every judged run (about 1.5 ms for the call server and
 3.3 ms for the harness on this machine's Python), so when the sandbox's interpreter reads the
@@ -13,11 +14,16 @@ import marshal
 from importlib import resources
 from importlib.util import MAGIC_NUMBER
 
-from ..runner import Runner
+from ..runner import Runner, RunRequest
+from ..types import Limits
 
 _PKG = resources.files("assay.judge._inside")
 CALLSERVER = "callserver.py"
 HARNESS = "harness.py"
+CODEC = "codec.py"
+_CODEC_STEM = "_assay_codec"
+
+File = tuple[str, bytes, int]
 
 
 @functools.cache
@@ -32,9 +38,33 @@ def _compiled(name: str, filename: str) -> bytes:
     return MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
 
 
-def script(runner: Runner, name: str, stem: str) -> tuple[str, tuple[str, bytes, int]]:
-    """``(argv[0], file entry)`` that runs trusted script ``name`` as ``/work/<stem>``."""
-    if runner.sandbox.zygote_info.get("bytecode_magic") == MAGIC_NUMBER.hex():
-        path = f"/work/{stem}.py"
-        return f"/work/{stem}.pyc", (f"{stem}.pyc", _compiled(name, path), 0o444)
-    return f"/work/{stem}.py", (f"{stem}.py", source(name), 0o444)
+def script(runner: Runner, name: str, stem: str) -> tuple[str, list[File]]:
+    """``(argv[0], files)`` that run trusted script ``name`` as ``/work/<stem>``, with the
+    codec it imports beside it."""
+    if runner.bytecode_magic == MAGIC_NUMBER.hex():
+        return f"/work/{stem}.pyc", [_pyc(name, stem), _pyc(CODEC, _CODEC_STEM)]
+    return f"/work/{stem}.py", [_py(name, stem), _py(CODEC, _CODEC_STEM)]
+
+
+def _pyc(name: str, stem: str) -> File:
+    return f"{stem}.pyc", _compiled(name, f"/work/{stem}.py"), 0o444
+
+
+def _py(name: str, stem: str) -> File:
+    return f"{stem}.py", source(name), 0o444
+
+
+def call_server(
+    runner: Runner, code: bytes, limits: Limits, channel: int, stop_fd: int = -1
+) -> RunRequest:
+    """The sandbox run that loads submission ``code`` and answers calls on fd 3, which is
+    ``channel`` (given to the run); writing to ``stop_fd`` kills it early."""
+    main, files = script(runner, CALLSERVER, "_assay_callserver")
+    return RunRequest(
+        "python",
+        [main, "/work/solution.py"],
+        [*files, ("solution.py", code, 0o644)],
+        limits=limits,
+        pass_fds=(channel,),
+        stop_fd=stop_fd,
+    )

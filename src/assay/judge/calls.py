@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..runner import Runner
-from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
 from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
@@ -57,16 +56,8 @@ def call_values(
     ]
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
-    main, server = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
-    req = RunRequest(
-        "python",
-        [main, "/work/solution.py"],
-        [server, ("solution.py", code, 0o644)],
-        limits=limits,
-        pass_fds=(inside.detach(),),
-        stop_fd=stop_r,
-    )
-    worker = _background.start(lambda: runner.sandbox.execute(req))
+    req = _trusted.call_server(runner, code, limits, inside.detach(), stop_fd=stop_r)
+    worker = _background.start(lambda: runner.execute(req))
     replies: list[Reply] = []
     link = _Link(host, worker)
     first = 1 if keep_going is not None else len(requests)

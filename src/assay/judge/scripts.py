@@ -16,8 +16,7 @@ import os
 import socket
 import warnings
 
-from ..runner import Runner
-from ..sandbox import RunRequest
+from ..runner import Runner, RunRequest
 from ..types import ExecResult, Limits
 from . import _background, _trusted
 from .types import TestCase, TestResult, Verdict
@@ -89,14 +88,7 @@ def run_scripts(
     }
     sub_end, test_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     report_r, report_w = os.pipe()
-    server_main, server_file = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
-    server = RunRequest(
-        "python",
-        [server_main, "/work/solution.py"],
-        [server_file, ("solution.py", code, 0o644)],
-        limits=limits,
-        pass_fds=(sub_end.detach(),),
-    )
+    server = _trusted.call_server(runner, code, limits, sub_end.detach())
     harness_limits = Limits(
         time_s=max(5.0, 2 * limits.time_s),
         wall_s=limits.effective_wall_s + 10,
@@ -107,15 +99,15 @@ def run_scripts(
         "python",
         [harness_main, "/work/_assay_spec.json"],
         [
-            harness_file,
+            *harness_file,
             ("_assay_spec.json", json.dumps(spec).encode(), 0o444),
         ],
         limits=harness_limits,
         pass_fds=(test_end.detach(), report_w),
     )
     runs = [
-        _background.start(lambda: runner.sandbox.execute(server)),
-        _background.start(lambda: runner.sandbox.execute(harness)),
+        _background.start(lambda: runner.execute(server)),
+        _background.start(lambda: runner.execute(harness)),
     ]
     with os.fdopen(report_r, "rb") as fh:
         lines = fh.read(1 << 20).splitlines()

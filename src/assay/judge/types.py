@@ -94,6 +94,10 @@ class Judgement:
     tests: list[TestResult]
     reward: float | None
     reason: str = ""
+    #: False when the submission was never judged because the problem itself could not be
+    #: (e.g. its expected outputs could not be computed): then ``verdict`` is sandbox_error,
+    #: ``reward`` None and ``tests`` empty. Read this field, not the reason's wording.
+    judged: bool = True
 
     @property
     def passed(self) -> int:

@@ -1,13 +1,12 @@
-"""Plain values across the sandbox boundary: a tagged JSON encoding and a strict decoder.
+"""Plain values across the sandbox boundary: the trusted side of the value codec.
 
 Results of function calls come back as *data*, decoded here into builtin types only, so no
 object the submission made (a lying ``__eq__``, a ``str`` subclass, a proxy that reads the
-caller's frame) ever reaches the comparison. The same encoding carries arguments in.
-
-Tags: ``n`` None, ``b`` bool, ``i`` int (hexadecimal, so no digit limit applies), ``f`` float (repr), ``c``
-complex, ``s`` str, ``y`` bytes (latin-1), ``l`` list, ``t`` tuple, ``S`` set, ``F``
-frozenset, ``d`` dict (pairs), ``g`` a builtin iterator, generator, range or dict view that
-the program returned (type name, truth value, items).
+caller's frame) ever reaches the comparison. The same encoding carries arguments in. The
+tags and the strict decoder are :mod:`assay.judge._inside.codec`, the module the sandbox
+side ships, so both ends read one table; here the tags that name no plain value become
+inert records: ``g`` an :class:`Iterated`, ``o`` an :class:`Opaque` (``T``, a type, is
+refused: no test expects one back).
 """
 
 from __future__ import annotations
@@ -17,9 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ._inside import codec
 
-MAX_DEPTH = 100
-MAX_ITEMS = 1_000_000
+MAX_DEPTH = codec.MAX_DEPTH
+MAX_ITEMS = codec.MAX_ITEMS
+
+#: The other side sent something that is not a well-formed plain value.
+BadValue = codec.Malformed
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +53,7 @@ def as_python(value: Any) -> Any:
     equal ``range`` / dict view); any other value unchanged."""
     if not isinstance(value, Iterated):
         return value
-    items = value.items
-    if value.type_name == "range":
-        if not items:
-            return range(0)
-        step = items[1] - items[0] if len(items) > 1 else 1
-        return range(items[0], items[-1] + step, step)
-    if value.type_name == "dict_keys":
-        return dict.fromkeys(items).keys()
-    if value.type_name == "dict_values":
-        return dict(enumerate(items)).values()
-    if value.type_name == "dict_items":
-        return dict(items).items()
-    return iter(items)
+    return codec.rebuild(value.type_name, value.items)
 
 
 def plain(value: Any) -> Any:
@@ -76,102 +67,32 @@ def plain(value: Any) -> Any:
     return value
 
 
-class BadValue(ValueError):
-    """The other side sent something that is not a well-formed plain value."""
-
-
-def encode(value: Any, depth: int = 0) -> Any:
+def encode(value: Any) -> Any:
     """Encode a plain value (raises ValidationError for anything else)."""
-    if depth > MAX_DEPTH:
-        raise ValidationError("args", "value nested too deeply")
-    t = type(value)
-    if value is None:
-        return ["n"]
-    if t is bool:
-        return ["b", value]
-    if t is int:
-        return ["i", format(value, "x")]
-    if t is float:
-        return ["f", repr(value)]
-    if t is complex:
-        return ["c", repr(value.real), repr(value.imag)]
-    if t is str:
-        return ["s", value]
-    if t is bytes:
-        return ["y", value.decode("latin-1")]
-    if t in (list, tuple, set, frozenset):
-        tags: dict[type, str] = {list: "l", tuple: "t", set: "S", frozenset: "F"}
-        tag = tags[t]
-        return [tag, [encode(v, depth + 1) for v in value]]
-    if t is dict:
-        return ["d", [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]]
-    raise ValidationError(
-        "args", f"cannot pass a {t.__name__} into the sandbox (plain values only)"
-    )
-
-
-def decode(data: Any, depth: int = 0) -> Any:
-    """Decode strictly into builtin types; raises BadValue on anything malformed."""
-    if depth > MAX_DEPTH:
-        raise BadValue("nested too deeply")
-    if not isinstance(data, list) or not data or not isinstance(data[0], str):
-        raise BadValue("not a tagged value")
-    tag = data[0]
     try:
-        if tag == "n":
-            return None
-        if tag == "b":
-            return bool(_exact(data[1], bool))
-        if tag == "i":
-            return int(_exact(data[1], str), 16)
-        if tag == "f":
-            return float(_exact(data[1], str))
-        if tag == "c":
-            return complex(float(_exact(data[1], str)), float(_exact(data[2], str)))
-        if tag == "s":
-            return str(_exact(data[1], str))
-        if tag == "y":
-            return _exact(data[1], str).encode("latin-1")
-        if tag in ("l", "t", "S", "F"):
-            items = _exact(data[1], list)
-            if len(items) > MAX_ITEMS:
-                raise BadValue("too many items")
-            values = [decode(v, depth + 1) for v in items]
-            return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](values)
-        if tag == "g":
-            items = _exact(data[3], list)
-            if len(items) > MAX_ITEMS:
-                raise BadValue("too many items")
-            name = _exact(data[1], str)
-            decoded = [decode(v, depth + 1) for v in items]
-            if name == "dict_items" and not all(type(i) is tuple and len(i) == 2 for i in decoded):
-                raise BadValue("malformed dict_items")
-            if name == "range" and not all(type(i) is int for i in decoded):
-                raise BadValue("malformed range")
-            return Iterated(name, bool(_exact(data[2], bool)), decoded)
-        if tag == "d":
-            pairs = _exact(data[1], list)
-            if len(pairs) > MAX_ITEMS:
-                raise BadValue("too many items")
-            out = {}
-            for pair in pairs:
-                k, v = _exact(pair, list)
-                out[decode(k, depth + 1)] = decode(v, depth + 1)
-            return out
-    except (IndexError, TypeError, ValueError) as exc:
-        raise BadValue(f"malformed {tag!r} value: {exc}") from exc
+        return codec.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("args", f"{exc}") from None
+
+
+def decode(data: Any) -> Any:
+    """Decode strictly into builtin types (plus :class:`Iterated` and :class:`Opaque`);
+    raises :data:`BadValue` on anything malformed."""
+    return codec.decode(data, _special)
+
+
+def _special(tag: str, data: list[Any], depth: int) -> Any:
+    if tag == "g":
+        name = codec.exact(data[1], str)
+        items = codec.items(data[3], _special, depth)
+        if name == "dict_items" and not all(type(i) is tuple and len(i) == 2 for i in items):
+            raise BadValue("malformed dict_items")
+        if name == "range" and not all(type(i) is int for i in items):
+            raise BadValue("malformed range")
+        return Iterated(name, codec.exact(data[2], bool), items)
     if tag == "o":
-        try:
-            return Opaque(_exact(data[3], str), _exact(data[2], bool))
-        except IndexError as exc:
-            raise BadValue("malformed handle") from exc
+        return Opaque(codec.exact(data[3], str), codec.exact(data[2], bool))
     raise BadValue(f"unknown tag {tag!r}")
-
-
-def _exact(value: Any, kind: type) -> Any:
-    if type(value) is not kind:
-        raise BadValue(f"expected {kind.__name__}, got {type(value).__name__}")
-    return value
 
 
 def equal(got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0) -> bool:

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from .. import defaults
+from ..errors import ValidationError
 
 _DIGEST = 32
 
@@ -39,7 +40,7 @@ class CompileCache:
 
     def _path(self, key: str) -> Path:
         if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
-            raise ValueError("cache keys are lowercase hex digests")
+            raise ValidationError("key", "cache keys are lowercase hex digests")
         return self.directory / key[:2] / key
 
     def get(self, key: str) -> bytes | None:

@@ -1,6 +1,8 @@
 """The reward layer: judgements in, rewards out (binary, pass rate, efficiency, quality).
 
-Every reward is a :class:`RewardFn`; :func:`get` builds one by name. A reward of ``None``
+Every reward is a :class:`RewardFn`; Assay's own derive from :class:`Reward`, which returns
+``None`` for an unusable judgement before a subclass's ``score`` is asked. :func:`get`
+builds one by name. A reward of ``None``
 means the run is not usable as a training signal (our fault, or a missing measurement),
 and is never silently turned into 0.
 """
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ValidationError
-from .base import RewardFn, RewardResult
+from .base import Reward, RewardFn, RewardResult
 from .binary import BinaryReward
 from .composite import CompositeReward
 from .efficiency import EfficiencyReward
@@ -50,6 +52,7 @@ __all__ = [
     "FractionReward",
     "MemoryReward",
     "QualityReward",
+    "Reward",
     "RewardFn",
     "RewardResult",
     "WeightedFractionReward",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ..errors import ValidationError
-from ..judge import Judgement, Problem
-from .base import RewardResult, unusable
+from ..judge import Judgement, Problem, Submission
+from .base import Reward, RewardResult
 
 
 def reference(explicit: float | None, problem: Problem, key: str) -> float:
@@ -45,10 +45,8 @@ def relative(
     names: tuple[str, str],
     unit: str,
 ) -> RewardResult:
-    """Score ``measured`` against ``ref``; ``names`` are the component keys (measured, ref)."""
-    bad = unusable(judgement)
-    if bad is not None:
-        return bad
+    """Score ``measured`` against ``ref``; ``names`` are the component keys (measured, ref).
+    Called from a :meth:`Reward.score`, so the judgement is usable."""
     components: dict[str, float | None] = {names[0]: measured, names[1]: ref, "floor": floor}
     if judgement.verdict != "accepted":
         return RewardResult(0.0, f"not accepted ({judgement.verdict})", components)
@@ -56,3 +54,27 @@ def relative(
     return RewardResult(
         value, f"{measured:g}{unit} against reference {ref:g}{unit} (floor {floor:g})", components
     )
+
+
+class RelativeReward(Reward):
+    """A measurement of the judgement against a reference: a subclass names its metadata
+    key, component names and unit, and says what it measures (:meth:`measure`)."""
+
+    metadata_key: str
+    names: tuple[str, str]
+    unit: str
+
+    def __init__(self, reference_value: float | None, floor: float) -> None:
+        self._reference = reference_value
+        self._floor = floor
+
+    def measure(self, judgement: Judgement) -> tuple[float, float]:
+        """The measured value and the floor that applies to it."""
+        raise NotImplementedError
+
+    def score(
+        self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
+    ) -> RewardResult:
+        ref = reference(self._reference, problem, self.metadata_key)
+        measured, floor = self.measure(judgement)
+        return relative(judgement, measured, ref, floor, self.names, self.unit)

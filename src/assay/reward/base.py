@@ -7,8 +7,9 @@ a trainer would then punish the model for our faults.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, final, runtime_checkable
 
 from ..judge import Judgement, Problem, Submission
 
@@ -54,3 +55,36 @@ def unusable(judgement: Judgement) -> RewardResult | None:
             None, f"test {bad.index}: sandbox_error (not the program's fault): {bad.message}"
         )
     return None
+
+
+class Reward(ABC):
+    """Base of Assay's rewards: the "unusable judgement -> None" rule lives here, once.
+
+    :meth:`__call__` returns :func:`unusable`'s answer for a judgement with any
+    sandbox_error in it and only otherwise asks :meth:`score`, so a subclass writes its
+    score alone and cannot forget the rule (overriding ``__call__`` is refused), as a DMOJ
+    grader overrides one method of its base grader.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__call__" in vars(cls):
+            raise TypeError(
+                f"{cls.__name__} overrides Reward.__call__: write score() instead, so the "
+                "unusable-judgement rule stays in force"
+            )
+
+    @final
+    def __call__(
+        self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
+    ) -> RewardResult:
+        bad = unusable(judgement)
+        if bad is not None:
+            return bad
+        return self.score(judgement, problem, submission=submission)
+
+    @abstractmethod
+    def score(
+        self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
+    ) -> RewardResult:
+        """The reward of a usable judgement (no sandbox_error in it)."""

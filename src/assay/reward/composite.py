@@ -12,10 +12,10 @@ from collections.abc import Mapping
 
 from ..errors import ValidationError
 from ..judge import Judgement, Problem, Submission
-from .base import RewardFn, RewardResult, unusable
+from .base import Reward, RewardFn, RewardResult
 
 
-class CompositeReward:
+class CompositeReward(Reward):
     """``sum(w * r) / sum(w)`` over named rewards (``normalize=False``: without the divide).
 
     Names are looked up in the registry (:func:`assay.reward.get`) unless an instance is
@@ -59,12 +59,9 @@ class CompositeReward:
             if callable(close):
                 close()
 
-    def __call__(
+    def score(
         self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
     ) -> RewardResult:
-        bad = unusable(judgement)
-        if bad is not None:
-            return bad
         values: dict[str, float | None] = {}
         missing: list[str] = []
         total = 0.0

@@ -11,7 +11,7 @@ import math
 
 from ..errors import ValidationError
 from ..judge import Judgement, Problem, Submission
-from .base import RewardResult, unusable
+from .base import Reward, RewardResult
 
 
 def _passed_indices(judgement: Judgement, problem: Problem) -> set[int]:
@@ -28,15 +28,12 @@ def _passed_indices(judgement: Judgement, problem: Problem) -> set[int]:
     return passed
 
 
-class FractionReward:
+class FractionReward(Reward):
     """passed / total tests of the problem."""
 
-    def __call__(
+    def score(
         self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
     ) -> RewardResult:
-        bad = unusable(judgement)
-        if bad is not None:
-            return bad
         passed = len(_passed_indices(judgement, problem))
         total = len(problem.tests)
         value = passed / total
@@ -47,15 +44,12 @@ class FractionReward:
         )
 
 
-class WeightedFractionReward:
+class WeightedFractionReward(Reward):
     """Sum of the weights of passed tests over the sum of all weights."""
 
-    def __call__(
+    def score(
         self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
     ) -> RewardResult:
-        bad = unusable(judgement)
-        if bad is not None:
-            return bad
         for i, test in enumerate(problem.tests):
             w = test.weight
             if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w):

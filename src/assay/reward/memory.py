@@ -7,20 +7,23 @@ since memory, unlike time, does not add up across separate runs.
 from __future__ import annotations
 
 from .. import defaults
-from ..judge import Judgement, Problem, Submission
-from ._relative import check_floor, reference, relative
-from .base import RewardResult, unusable
+from ..judge import Judgement
+from ._relative import RelativeReward, check_floor
 
 #: ``Problem.metadata`` key read when no reference is passed to the constructor.
 METADATA_KEY = "reference_peak_memory_bytes"
 
 
-class MemoryReward:
+class MemoryReward(RelativeReward):
     """min(1, reference peak / peak) for accepted submissions, 0 otherwise.
 
     ``reference_peak_memory_bytes`` defaults to
     ``problem.metadata["reference_peak_memory_bytes"]``.
     """
+
+    metadata_key = METADATA_KEY
+    names = ("peak_memory_bytes", "reference_peak_memory_bytes")
+    unit = "B"
 
     def __init__(
         self,
@@ -29,20 +32,9 @@ class MemoryReward:
     ) -> None:
         self.reference_peak_memory_bytes = reference_peak_memory_bytes
         self.floor_bytes = check_floor("floor_bytes", floor_bytes)
+        super().__init__(reference_peak_memory_bytes, self.floor_bytes)
 
-    def __call__(
-        self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
-    ) -> RewardResult:
-        bad = unusable(judgement)
-        if bad is not None:
-            return bad
-        ref = reference(self.reference_peak_memory_bytes, problem, METADATA_KEY)
-        peak = float(max((t.peak_memory_bytes for t in judgement.tests), default=0))
-        return relative(
-            judgement,
-            peak,
-            ref,
-            self.floor_bytes,
-            ("peak_memory_bytes", "reference_peak_memory_bytes"),
-            "B",
-        )
+    def measure(self, judgement: Judgement) -> tuple[float, float]:
+        return float(
+            max((t.peak_memory_bytes for t in judgement.tests), default=0)
+        ), self.floor_bytes

@@ -16,10 +16,9 @@ import threading
 
 from .. import defaults
 from ..judge import Judgement, Problem, Submission
-from ..runner import Runner
-from ..sandbox import RunRequest
+from ..runner import Runner, RunRequest
 from ..types import Limits
-from .base import RewardResult, unusable
+from .base import Reward, RewardResult
 
 #: Name of the source file inside the sandbox.
 _FILE = "main.py"
@@ -42,7 +41,7 @@ def score(findings: int, code: str) -> float:
     return 1.0 / (1.0 + findings * defaults.QUALITY_LINES_PER_UNIT / lines)
 
 
-class QualityReward:
+class QualityReward(Reward):
     """Scores Python source by its ruff findings (rules: ``defaults.QUALITY_RUFF_SELECT``).
 
     With ``require_accepted`` (the default) a submission that is not accepted scores 0:
@@ -75,12 +74,9 @@ class QualityReward:
                 self._runner.close()
                 self._runner = None
 
-    def __call__(
+    def score(
         self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
     ) -> RewardResult:
-        bad = unusable(judgement)
-        if bad is not None:
-            return bad
         if submission is None:
             return RewardResult(
                 None, "quality needs the submission's source (submission=)", {"quality": None}
@@ -121,7 +117,7 @@ class QualityReward:
             limits=Limits(time_s=defaults.QUALITY_TIME_S, memory_mb=defaults.QUALITY_MEMORY_MB),
             env=dict(defaults.QUALITY_ENV),
         )
-        result = self.runner.sandbox.execute(request)
+        result = self.runner.execute(request)
         # ruff exits 0 when clean, 1 with findings; anything else is a failure of the tool.
         if result.status not in ("ok", "runtime_error") or result.exit_code not in (0, 1):
             tail = result.stderr.decode(errors="replace")[-300:].strip()

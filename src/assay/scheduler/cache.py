@@ -18,6 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from ..errors import ValidationError
+
 V = TypeVar("V")
 
 
@@ -31,9 +33,11 @@ class ResultCache(Generic[V]):
         sizeof: Callable[[V], int] | None = None,
     ) -> None:
         if max_entries < 0:
-            raise ValueError("max_entries must be >= 0")
-        if max_bytes < 0 or max_entry_bytes < 0:
-            raise ValueError("max_bytes and max_entry_bytes must be >= 0")
+            raise ValidationError("max_entries", "must be >= 0")
+        if max_bytes < 0:
+            raise ValidationError("max_bytes", "must be >= 0")
+        if max_entry_bytes < 0:
+            raise ValidationError("max_entry_bytes", "must be >= 0")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.max_entry_bytes = max_entry_bytes

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import Overloaded
+from ..errors import ClosedError, Overloaded, ValidationError
 
 #: Smallest amount of work a task is charged in the fairness clock (seconds), so tasks with
 #: a zero estimate still take turns.
@@ -65,9 +65,9 @@ class FairQueue:
 
     def __init__(self, capacity: int, order: Order = "lpt", seed: int | None = None) -> None:
         if capacity < 1:
-            raise ValueError("capacity must be at least 1")
+            raise ValidationError("capacity", "must be at least 1")
         if order not in ("lpt", "fifo", "random"):
-            raise ValueError(f"unknown order {order!r}")
+            raise ValidationError("order", f"unknown order {order!r}; known: lpt, fifo, random")
         self.capacity = capacity
         self.order = order
         self._random = random.Random(seed)
@@ -89,20 +89,20 @@ class FairQueue:
         """Queue all of ``tasks`` or none (``force`` skips the bound: retries, split parts)."""
         with self._cond:
             if self._closed and not force:
-                raise RuntimeError("queue is closed")
+                raise ClosedError("queue is closed")
             if not force and self._depth + len(tasks) > self.capacity:
                 raise Overloaded(
                     self._depth, self.capacity, len(tasks), retry_after=self._retry_after()
                 )
             if any(t.pushed for t in tasks):
-                raise ValueError("a task is queued at most once; queue a new Task to retry")
+                raise ValidationError("tasks", "a task is queued at most once; queue a new Task")
             for task in tasks:
                 self._push(task)
             self._cond.notify(len(tasks))
 
     def _push(self, task: Task) -> None:
         if task.pushed:
-            raise ValueError("a task is queued at most once; queue a new Task to retry")
+            raise ValidationError("tasks", "a task is queued at most once; queue a new Task")
         task.pushed = True
         task.seq = next(self._seq)
         task.queued = True

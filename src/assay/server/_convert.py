@@ -163,9 +163,35 @@ def _test(t: TestModel, field: str, settings: Settings) -> TestCase:
     return TestCase(
         kind="call",
         name=t.name,
-        options={"fn_name": t.fn_name, "args": list(t.args)},
+        options={
+            **_call_options(t.options, f"{field}.options"),
+            "fn_name": t.fn_name,
+            "args": list(t.args),
+        },
         expected_value=t.expected_value,
     )
+
+
+def _call_options(options: dict[str, Any], field: str) -> dict[str, Any]:
+    """The comparison options a call test may carry (those the trainer integrations send)."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if key in ("atol", "rtol"):
+            _number(value, f"{field}.{key}", 0, 1e9)
+            out[key] = float(value)
+        elif key == "tuples_as_lists":
+            if not isinstance(value, bool):
+                raise ValidationError(f"{field}.{key}", "must be true or false")
+            out[key] = value
+        elif key == "also":
+            if not isinstance(value, list):
+                raise ValidationError(f"{field}.{key}", "must be a list of accepted values")
+            out[key] = value
+        else:
+            raise ValidationError(
+                f"{field}.{key}", "unknown option; known: also, tuples_as_lists, atol, rtol"
+            )
+    return out
 
 
 def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -> Problem:

@@ -32,6 +32,7 @@ def serve(
     explicitly after the grace period), and close the sandboxes."""
     import uvicorn
 
+    from ..errors import ValidationError
     from ..executor import LocalExecutor
     from ..runner import Runner
     from ..sandbox import SandboxConfig
@@ -47,7 +48,7 @@ def serve(
     else:
         slots = int(workers)
         if slots < 1:
-            raise ValueError("workers must be 'auto' or a positive integer")
+            raise ValidationError("workers", "must be 'auto' or a positive integer")
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
     executor = LocalExecutor(runner, slots=slots)

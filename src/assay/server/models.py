@@ -139,6 +139,10 @@ class TestModel(BaseModel):
     fn_name: str | None = None
     args: list[Any] = []
     expected_value: Any = None
+    options: dict[str, Any] = Field(
+        {},
+        description="call tests: also (other accepted values), tuples_as_lists, atol, rtol",
+    )
     name: str = ""
 
 
@@ -216,11 +220,15 @@ class BatchStatus(BaseModel):
 
 
 class RewardRequest(BaseModel):
-    """OpenRLHF's remote reward model request."""
+    """OpenRLHF's remote reward model request, plus Assay's optional ``limits`` (for every
+    entry; default: 4 s CPU, 1 GiB, as APPS) and ``stop_on_failure`` (default true: the
+    binary reward needs the verdict only, so a sample stops at its first failed test)."""
 
     query: list[str]
     prompts: list[str] | None = None
     labels: list[Any] | None = None
+    limits: LimitsModel | None = None
+    stop_on_failure: bool = True
 
 
 class RewardResponse(BaseModel):

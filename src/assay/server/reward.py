@@ -6,12 +6,19 @@ sample, APPS-style: ``{"inputs", "outputs"}`` for stdio, plus ``fn_name`` for ca
 an object or a JSON string. The program is the last fenced block of the response (the query
 after its prompt), else the response itself.
 
+Assay's optional fields: ``limits`` (``{"time_s", "memory_mb", ...}`` for every entry;
+default 4 s CPU and 1 GiB, APPS's) and ``stop_on_failure`` (default true: the reward is
+binary, so a sample's judging ends at its first failed test and one looping sample costs one
+time limit, not one per test).
+
 A reward is ``null`` when the run is not a usable training signal (``sandbox_error``, a
 deadline): DESIGN.md principle 5 forbids turning our faults into a 0. ``extra_logs.usable``
 says which entries are; the trainer masks the others.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from fastapi import APIRouter, Request
 
@@ -44,14 +51,16 @@ async def get_reward(body: RewardRequest, request: Request, svc: Svc) -> RewardR
         raise ValidationError("labels", f"needs one label per query ({n})")
     if body.prompts is not None and len(body.prompts) != n:
         raise ValidationError("prompts", f"needs one prompt per query ({n}) or none")
+    base = replace(apps.LIMITS, output_bytes=min(apps.LIMITS.output_bytes, s.max_output_bytes))
+    limits = _convert.limits(body.limits, s, base, "limits") if body.limits else apps.LIMITS
     jobs: list[Submission] = []
     for i, (query, label) in enumerate(zip(body.query, body.labels, strict=True)):
         _convert.code(query, s, f"query[{i}]")
         prompt = body.prompts[i] if body.prompts is not None else None
-        problem = _convert.label_problem(label, f"labels[{i}]", apps.LIMITS)
+        problem = _convert.label_problem(label, f"labels[{i}]", limits)
         src, _ = _convert.extract_code(_response(query, prompt), "python")
         jobs.append(Submission(problem, src, "python"))
-    handle = await svc.submit(jobs, caller=caller(request))
+    handle = await svc.submit(jobs, caller=caller(request), stop_on_failure=body.stop_on_failure)
     results = await svc.results(handle)
     rewards = [r.reward for r in results]
     return RewardResponse(

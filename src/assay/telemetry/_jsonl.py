@@ -30,6 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from ..errors import ClosedError, ValidationError
 from . import defaults
 
 __all__ = [
@@ -185,7 +186,7 @@ class JsonlWriter:
         clock: Callable[[], float] = time.time,
     ) -> None:
         if rotate_bytes <= 0:
-            raise ValueError(f"rotate_bytes: must be positive, got {rotate_bytes}")
+            raise ValidationError("rotate_bytes", f"must be positive, got {rotate_bytes}")
         self.directory = Path(directory).expanduser()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.rotate_bytes = rotate_bytes
@@ -212,7 +213,7 @@ class JsonlWriter:
         closed: list[Path] = []
         with self._lock:
             if self._closed:
-                raise ValueError(f"write to a closed JsonlWriter ({self.directory})")
+                raise ClosedError(f"write to a closed JsonlWriter ({self.directory})")
             if self._pid != os.getpid():
                 self._forget_inherited()
             now = self._clock()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import ValidationError
 from . import defaults
 from ._jsonl import is_segment_name
 
@@ -45,7 +46,7 @@ def resolve(target: str | Path | None) -> Location:
         return Location("local", str(path), path)
     text = target.strip()
     if not text:
-        raise ValueError("target: empty records target (use 'off' to disable recording)")
+        raise ValidationError("target", "empty records target (use 'off' to disable recording)")
     if text == defaults.OFF:
         return Location("off", defaults.OFF)
     if text.startswith("file://"):
@@ -69,7 +70,7 @@ class Store:
         import fsspec  # type: ignore[import-untyped]  # deferred: local writers never need it
 
         if location.kind == "off":
-            raise ValueError("target: records are 'off'; there is nothing to read or write")
+            raise ValidationError("target", "records are 'off'; there is nothing to read or write")
         self.location = location
         self.local_root: Path | None = None
         if location.path is not None:

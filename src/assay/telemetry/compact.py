@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import ValidationError
 from . import defaults
 from ._jsonl import claim_segment, parse_lines, segment_date, utc_date
 from ._store import Store, basename, resolve
@@ -146,7 +147,7 @@ def query(
     are taken as UTC. JSONL records that do not fit the schema are skipped with a warning.
     """
     if limit is not None and limit < 0:
-        raise ValueError(f"limit: must be >= 0, got {limit}")
+        raise ValidationError("limit", f"must be >= 0, got {limit}")
     store = Store(resolve(target))
     lo = _epoch(since)
     hi = _epoch(until)
@@ -157,7 +158,7 @@ def query(
             continue
         try:
             with store.fs.open(path, "rb") as f:
-                table = pq.read_table(f).select(SCHEMA.names).cast(SCHEMA)
+                table = _conform(pq.read_table(f))
         except FileNotFoundError:
             continue
         parts.append(table if where is None else table.filter(where))
@@ -169,6 +170,17 @@ def query(
     result = _dedupe(pa.concat_tables(parts))
     result = result.sort_by([("ended_at", "descending")])
     return result if limit is None else result.slice(0, limit)
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """``table`` with :data:`SCHEMA`'s columns in order; a column added to the schema after
+    the file was written (e.g. ``source_job_id``) is null."""
+    for name in SCHEMA.names:
+        if name not in table.column_names:
+            table = table.append_column(
+                SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
+            )
+    return table.select(SCHEMA.names).cast(SCHEMA)
 
 
 def _epoch(moment: datetime | None) -> float | None:

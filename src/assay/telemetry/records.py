@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypedDict, runtime_checkable
 
 import pyarrow as pa
 
+from ..errors import ClosedError
 from . import defaults
 from ._jsonl import JsonlWriter, parse_lines
 from ._remote import FsspecWriter
@@ -112,6 +113,9 @@ class Record(TypedDict):
     cache_hit: bool
     worker: str
     host: str
+    #: The job whose run produced the result: ``job_id`` itself, or for a cache hit the
+    #: earlier job it was answered from (null in records written before this field).
+    source_job_id: str | None
 
 
 _LIMITS = pa.struct(
@@ -180,6 +184,7 @@ SCHEMA = pa.schema(
             ("cache_hit", pa.bool_()),
             ("worker", pa.string()),
             ("host", pa.string()),
+            ("source_job_id", pa.string()),
         )
     ],
     metadata={"assay.record_version": str(RECORD_VERSION)},
@@ -216,7 +221,7 @@ class MemoryWriter:
     def write(self, record: Mapping[str, Any]) -> None:
         with self._lock:
             if self.closed:
-                raise ValueError("write to a closed MemoryWriter")
+                raise ClosedError("write to a closed MemoryWriter")
             self.records.append(dict(record))
 
     def flush(self) -> None:

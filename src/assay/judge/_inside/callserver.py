@@ -1,10 +1,11 @@
 """Runs inside the sandbox: load the submission, then answer function calls on fd 3.
 
 Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
-reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
-tags of ``assay.judge.values``; only builtin types are encoded (a subclass is converted to
-its base, anything else becomes an error), and generators, builtin iterators, ranges and dict
-views are materialised (tag ``g``: type name, truth value, items). Whatever this
+reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are written with the
+shared codec (``_assay_codec``, shipped next to this file from ``codec.py``): a subclass of a
+builtin type goes as its base, generators, builtin iterators, ranges and dict views are
+materialised (tag ``g``: type name, truth value, items), other objects stay here behind a
+handle (tag ``o``). Whatever this
 process sends is only *data* to the trusted side, which decodes it strictly: a submission
 that tampers with this file can still only answer, never judge.
 """
@@ -15,26 +16,9 @@ import os
 import sys
 import types
 
-MAX_ITEMS = 1_000_000
+from _assay_codec import BUILTIN_TYPES, MAX_ITEMS, Malformed, decode, encode, exact, type_tag
+
 OBJECTS = []
-BUILTIN_TYPES = {
-    t.__name__: t
-    for t in (
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bool,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-        type(None),
-        object,
-    )
-}
 
 ITERABLES = (
     types.GeneratorType,
@@ -49,42 +33,38 @@ ITERABLES = (
     type({}.items()),
 )
 
+#: Subclasses of builtin types travel as their base value, read with the base type's own
+#: methods (a subclass's overrides are not asked).
+BASES = (
+    (int, int.__int__),
+    (float, float.__float__),
+    (complex, lambda v: complex(complex.real.__get__(v), complex.imag.__get__(v))),
+    (str, str.__str__),
+    ((bytes, bytearray), lambda v: bytes(memoryview(v))),
+    (dict, lambda v: dict(dict.items(v))),
+    (list, list),
+    (tuple, tuple),
+    (set, set),
+    (frozenset, frozenset),
+)
 
-def enc(v, depth=0):
-    if depth > 100:
-        raise ValueError("result nested too deeply")
-    if v is None:
-        return ["n"]
-    if isinstance(v, bool):
-        return ["b", bool(v)]
-    if isinstance(v, int):
-        return ["i", format(int(v), "x")]
-    if isinstance(v, float):
-        return ["f", float.__repr__(float(v))]
-    if isinstance(v, complex):
-        return ["c", float.__repr__(v.real), float.__repr__(v.imag)]
-    if isinstance(v, str):
-        return ["s", str.__str__(v)]
-    if isinstance(v, (bytes, bytearray)):
-        return ["y", bytes(v).decode("latin-1")]
-    if isinstance(v, dict):
-        return [
-            "d",
-            [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in list(v.items())[:MAX_ITEMS]],
-        ]
-    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
-        if isinstance(v, kind):
-            return [tag, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+
+def other(v, depth):
+    """What is not an exact builtin: a subclass as its base; a generator, builtin iterator,
+    range or dict view materialised; a builtin type by name; anything else stays here and
+    the other side gets an opaque handle it can pass back, call, or read attributes of (its
+    truth value is the only thing that leaves)."""
+    for base, plain in BASES:
+        if isinstance(v, base):
+            return encode(plain(v), other, depth)
     if isinstance(v, ITERABLES) or (
         type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
-    ):  # generators, builtin iterators (reversed(list), iter(...)), ranges, dict views
+    ):
         truthy = bool(v)
-        items = [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
-        return ["g", type(v).__name__, truthy, items]
-    if isinstance(v, type) and BUILTIN_TYPES.get(v.__name__) is v:
-        return ["T", v.__name__]
-    # Anything else stays here; the other side gets an opaque handle it can pass back,
-    # call, or read attributes of. Its truth value is the only thing that leaves.
+        return ["g", type(v).__name__, truthy, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+    named = type_tag(v)
+    if named is not None:
+        return named
     OBJECTS.append(v)
     try:
         truthy = bool(v)
@@ -93,28 +73,20 @@ def enc(v, depth=0):
     return ["o", len(OBJECTS) - 1, truthy, type(v).__name__]
 
 
-def dec(d):
-    tag = d[0]
-    if tag == "n":
-        return None
-    if tag in ("b", "s"):
-        return d[1]
-    if tag == "i":
-        return int(d[1], 16)
-    if tag == "f":
-        return float(d[1])
-    if tag == "c":
-        return complex(float(d[1]), float(d[2]))
-    if tag == "y":
-        return d[1].encode("latin-1")
-    if tag == "d":
-        return {dec(k): dec(v) for k, v in d[1]}
+def enc(v, depth=0):
+    return encode(v, other, depth)
+
+
+def special(tag, d, depth):
     if tag == "T":
-        return BUILTIN_TYPES[d[1]]
+        return BUILTIN_TYPES[exact(d[1], str)]
     if tag == "o":
-        return OBJECTS[d[1]]
-    items = [dec(x) for x in d[1]]
-    return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+        return OBJECTS[exact(d[1], int)]
+    raise Malformed(f"unexpected tag {tag!r}")
+
+
+def dec(d):
+    return decode(d, special)
 
 
 def main():

@@ -16,6 +16,8 @@ import sys
 import traceback
 import types
 
+from _assay_codec import BUILTIN_TYPES, decode, encode, exact, items, rebuild, type_tag
+
 
 class RemoteError(Exception):
     """The submission raised (its own failure)."""
@@ -29,93 +31,30 @@ MAX_REPLY = 64 << 20
 _reader = io.BufferedReader(io.FileIO(3, "r", closefd=False))
 
 
-def enc(v, depth=0):
-    if depth > 100:
-        raise ValueError("argument nested too deeply")
-    t = type(v)
-    if v is None:
-        return ["n"]
-    if t is bool:
-        return ["b", v]
-    if t is int:
-        return ["i", format(v, "x")]
-    if t is float:
-        return ["f", repr(v)]
-    if t is complex:
-        return ["c", repr(v.real), repr(v.imag)]
-    if t is str:
-        return ["s", v]
-    if t in (bytes, bytearray):
-        return ["y", bytes(v).decode("latin-1")]
-    if t is dict:
-        return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]]
-    tags = {list: "l", tuple: "t", set: "S", frozenset: "F"}
-    if t in tags:
-        return [tags[t], [enc(x, depth + 1) for x in v]]
-    if t is Remote:
+def _other(v, depth):
+    if type(v) is Remote:
         return ["o", object.__getattribute__(v, "_id")]
-    if t is type and BUILTIN_TYPES.get(v.__name__) is v:
-        return ["T", v.__name__]
-    raise TypeError(f"cannot pass a {t.__name__} to the submission")
+    named = type_tag(v)
+    if named is not None:
+        return named
+    raise TypeError(f"cannot pass a {type(v).__name__} to the submission")
 
 
-def _exact(v, kind):
-    if type(v) is not kind:
-        raise ValueError("malformed value")
-    return v
+def enc(v):
+    return encode(v, _other)
 
 
-def dec(d, depth=0):
-    if depth > 100 or type(d) is not list or not d:
-        raise ValueError("malformed value")
-    tag = d[0]
-    if tag == "n":
-        return None
-    if tag == "b":
-        return _exact(d[1], bool)
-    if tag == "i":
-        return int(_exact(d[1], str), 16)
-    if tag == "f":
-        return float(_exact(d[1], str))
-    if tag == "c":
-        return complex(float(_exact(d[1], str)), float(_exact(d[2], str)))
-    if tag == "s":
-        return _exact(d[1], str)
-    if tag == "y":
-        return _exact(d[1], str).encode("latin-1")
-    if tag == "d":
-        out = {}
-        for pair in _exact(d[1], list):
-            k, v = _exact(pair, list)
-            out[dec(k, depth + 1)] = dec(v, depth + 1)
-        return out
+def _special(tag, d, depth):
     if tag == "T":
-        return BUILTIN_TYPES[_exact(d[1], str)]
+        return BUILTIN_TYPES[exact(d[1], str)]
     if tag == "o":
-        return Remote(_exact(d[1], int), _exact(d[2], bool), _exact(d[3], str))
-    if tag == "g":  # an iterator, range or dict view the submission returned, materialised
-        return rebuild(_exact(d[1], str), [dec(x, depth + 1) for x in _exact(d[3], list)])
-    kinds = {"l": list, "t": tuple, "S": set, "F": frozenset}
-    if tag in kinds:
-        return kinds[tag](dec(x, depth + 1) for x in _exact(d[1], list))
-    raise ValueError(f"unknown tag {tag!r}")
+        return Remote(exact(d[1], int), exact(d[2], bool), exact(d[3], str))
+    # An iterator, range or dict view the submission returned, materialised.
+    return rebuild(exact(d[1], str), items(d[3], _special, depth))
 
 
-def rebuild(type_name, items):
-    """The builtin object a materialised iterable stands for, so the test's own comparisons
-    keep Python's meaning (``gen == []`` is False, ``d.keys() == {1}`` may be True)."""
-    if type_name == "range":
-        if not items:
-            return range(0)
-        step = items[1] - items[0] if len(items) > 1 else 1
-        return range(items[0], items[-1] + step, step)
-    if type_name == "dict_keys":
-        return dict.fromkeys(items).keys()
-    if type_name == "dict_values":
-        return dict(enumerate(items)).values()
-    if type_name == "dict_items":
-        return dict(items).items()
-    return iter(items)
+def dec(d):
+    return decode(d, _special)
 
 
 class Remote:
@@ -154,26 +93,6 @@ class Remote:
         ref = ["o", object.__getattribute__(self, "_id")]
         kw = {k: enc(v) for k, v in kwargs.items()}
         return request({"op": "call", "obj": ref, "args": [enc(a) for a in args], "kwargs": kw})
-
-
-BUILTIN_TYPES = {
-    t.__name__: t
-    for t in (
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bool,
-        list,
-        tuple,
-        dict,
-        set,
-        frozenset,
-        type(None),
-        object,
-    )
-}
 
 
 def call(name, args, kwargs):

@@ -1,0 +1,175 @@
+"""The one value codec of the sandbox boundary (standard library only).
+
+Shipped into the sandbox next to the call server and the test harness (as
+``/work/_assay_codec.py``) and imported by the trusted side (``assay.judge.values``), so
+both ends read and write the same tagged JSON:
+
+``n`` None, ``b`` bool, ``i`` int (hexadecimal: no digit limit applies), ``f`` float (repr),
+``c`` complex, ``s`` str, ``y`` bytes (latin-1), ``l`` list, ``t`` tuple, ``S`` set, ``F``
+frozenset, ``d`` dict (pairs), ``g`` a generator, builtin iterator, range or dict view
+(type name, truth value, items), ``T`` a builtin type (name), ``o`` an object that stays in
+the submission's process (handle, truth value, type name).
+
+:func:`encode` writes the exact builtin types; whatever else a side may send (handles,
+iterators, subclasses) goes through its ``other`` hook. :func:`decode` is strict (exact
+JSON types, bounded depth and size, hashable keys) and hands the tags that name no plain
+value (``g``, ``T``, ``o``) to its ``special`` hook: the trusted side turns them into inert
+records, the sandbox sides into live objects. Anything malformed raises :class:`Malformed`.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # no typing import in the sandbox: annotations are for mypy only
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Encoder = Callable[[Any, int], Any]
+    Decoder = Callable[[str, list[Any], int], Any]
+
+MAX_DEPTH = 100
+MAX_ITEMS = 1_000_000
+
+#: Collection tags and their types, both ways.
+COLLECTIONS = {"l": list, "t": tuple, "S": set, "F": frozenset}
+COLLECTION_TAGS = {list: "l", tuple: "t", set: "S", frozenset: "F"}
+
+#: The builtin types a value may name with tag ``T`` (e.g. ``isinstance(x, int)`` in a test).
+BUILTIN_TYPES = {
+    t.__name__: t
+    for t in (
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        list,
+        tuple,
+        dict,
+        set,
+        frozenset,
+        type(None),
+        object,
+    )
+}
+
+
+class Malformed(ValueError):
+    """The other side sent something that is not a well-formed value."""
+
+
+def encode(value: Any, other: Encoder | None = None, depth: int = 0) -> Any:
+    """The tagged form of ``value``. Exact builtin types are written here; anything else
+    is ``other(value, depth)`` (a side's handles, iterators, subclasses), or a TypeError
+    without a hook."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deeply")
+    t = type(value)
+    if value is None:
+        return ["n"]
+    if t is bool:
+        return ["b", value]
+    if t is int:
+        return ["i", format(value, "x")]
+    if t is float:
+        return ["f", repr(value)]
+    if t is complex:
+        return ["c", repr(value.real), repr(value.imag)]
+    if t is str:
+        return ["s", value]
+    if t is bytes or t is bytearray:
+        return ["y", bytes(value).decode("latin-1")]
+    if t is dict:
+        return [
+            "d",
+            [[encode(k, other, depth + 1), encode(v, other, depth + 1)] for k, v in value.items()],
+        ]
+    tag = COLLECTION_TAGS.get(t)
+    if tag is not None:
+        return [tag, [encode(v, other, depth + 1) for v in value]]
+    if other is not None:
+        return other(value, depth)
+    raise TypeError(f"cannot pass a {t.__name__} across the sandbox boundary (plain values only)")
+
+
+def type_tag(value: Any) -> list[str] | None:
+    """``["T", name]`` when ``value`` is one of :data:`BUILTIN_TYPES`, else None."""
+    if isinstance(value, type) and BUILTIN_TYPES.get(value.__name__) is value:
+        return ["T", value.__name__]
+    return None
+
+
+def exact(value: Any, kind: type) -> Any:
+    """``value`` if its type is exactly ``kind`` (no subclass, no look-alike)."""
+    if type(value) is not kind:
+        raise Malformed(f"expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def items(data: Any, special: Decoder | None, depth: int) -> list[Any]:
+    """The decoded items of a tagged collection's list (at most :data:`MAX_ITEMS`)."""
+    raw = exact(data, list)
+    if len(raw) > MAX_ITEMS:
+        raise Malformed("too many items")
+    return [decode(v, special, depth + 1) for v in raw]
+
+
+def decode(data: Any, special: Decoder | None = None, depth: int = 0) -> Any:
+    """The value ``data`` stands for; ``special(tag, data, depth)`` decodes the tags ``g``,
+    ``T`` and ``o`` (without a hook they are :class:`Malformed`)."""
+    if depth > MAX_DEPTH:
+        raise Malformed("nested too deeply")
+    if type(data) is not list or not data or type(data[0]) is not str:
+        raise Malformed("not a tagged value")
+    tag = data[0]
+    try:
+        if tag == "n":
+            return None
+        if tag == "b":
+            return exact(data[1], bool)
+        if tag == "i":
+            return int(exact(data[1], str), 16)
+        if tag == "f":
+            return float(exact(data[1], str))
+        if tag == "c":
+            return complex(float(exact(data[1], str)), float(exact(data[2], str)))
+        if tag == "s":
+            return exact(data[1], str)
+        if tag == "y":
+            return exact(data[1], str).encode("latin-1")
+        if tag in COLLECTIONS:
+            return COLLECTIONS[tag](items(data[1], special, depth))
+        if tag == "d":
+            pairs = exact(data[1], list)
+            if len(pairs) > MAX_ITEMS:
+                raise Malformed("too many items")
+            out = {}
+            for pair in pairs:
+                k, v = exact(pair, list)
+                out[decode(k, special, depth + 1)] = decode(v, special, depth + 1)
+            return out
+        if special is not None and tag in ("g", "T", "o"):
+            return special(tag, data, depth)
+    except Malformed:
+        raise
+    except (IndexError, KeyError, TypeError, ValueError, UnicodeError) as exc:
+        raise Malformed(f"malformed {tag!r} value: {exc}") from None
+    raise Malformed(f"unknown tag {tag!r}")
+
+
+def rebuild(type_name: str, values: list[Any]) -> Any:
+    """The builtin object a materialised iterable (tag ``g``) stands for, so comparisons
+    keep Python's meaning (``gen == []`` is False, ``d.keys() == {1}`` may be True)."""
+    if type_name == "range":
+        if not values:
+            return range(0)
+        step = values[1] - values[0] if len(values) > 1 else 1
+        return range(values[0], values[-1] + step, step)
+    if type_name == "dict_keys":
+        return dict.fromkeys(values).keys()
+    if type_name == "dict_values":
+        return dict(enumerate(values)).values()
+    if type_name == "dict_items":
+        return dict(values).items()
+    return iter(values)

@@ -1,0 +1,73 @@
+"""Every error Assay raises on purpose at a public entry point is an AssayError, naming the
+bad field where there is one (errors.py's promise)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from assay import AssayError, ClosedError, ValidationError
+from assay.languages.cache import CompileCache
+from assay.scheduler import FairQueue, ResultCache, Task
+from assay.telemetry import MemoryWriter, query
+from assay.telemetry._jsonl import JsonlWriter
+from assay.telemetry._store import resolve
+
+
+def _closed_queue() -> None:
+    q = FairQueue(4)
+    q.close()
+    q.put_many([Task(None, "c", 1, 0.1, 0)])
+
+
+def _closed_writer() -> None:
+    w = MemoryWriter()
+    w.close()
+    w.write({"job_id": "x"})
+
+
+def _serve_bad_workers() -> None:
+    from assay.server.cli import serve
+
+    serve(workers=0)
+
+
+CASES: list[tuple[str, Callable[[], object], str | None]] = [
+    ("queue capacity", lambda: FairQueue(0), "capacity"),
+    ("queue order", lambda: FairQueue(4, "newest"), "order"),  # type: ignore[arg-type]
+    ("closed queue", _closed_queue, None),
+    ("cache size", lambda: ResultCache(-1), "max_entries"),
+    ("closed writer", _closed_writer, None),
+    ("empty records target", lambda: resolve(" "), "target"),
+    ("query limit", lambda: query("off", limit=-1), "limit"),
+    ("server workers", _serve_bad_workers, "workers"),
+]
+
+
+@pytest.mark.parametrize("what,call,field", CASES, ids=[c[0] for c in CASES])
+def test_entry_points_raise_assay_errors(
+    what: str, call: Callable[[], object], field: str | None
+) -> None:
+    with pytest.raises(AssayError) as caught:
+        call()
+    if field is not None:
+        assert isinstance(caught.value, ValidationError) and caught.value.field == field
+
+
+def test_writer_and_cache_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as bad:
+        JsonlWriter(tmp_path, rotate_bytes=0)
+    assert bad.value.field == "rotate_bytes"
+    writer = JsonlWriter(tmp_path)
+    writer.close()
+    with pytest.raises(ClosedError):
+        writer.write({"job_id": "x"})
+    with pytest.raises(ValidationError) as key:
+        CompileCache(tmp_path / "cc").get("NOT-HEX")
+    assert key.value.field == "key"
+
+
+def test_closed_is_still_a_value_error_as_for_a_closed_file() -> None:
+    assert issubclass(ClosedError, ValueError) and issubclass(ClosedError, AssayError)
