@@ -23,7 +23,7 @@ from .runner import Runner
 #: How the rows of a task that could not be judged begin their ``reason``.
 NOT_JUDGED = "not judged:"
 
-PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
+PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e", "assay")
 
 
 @dataclass(frozen=True, slots=True)
