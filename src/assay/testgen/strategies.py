@@ -335,6 +335,8 @@ def from_types(sig: Signature, seed: int, count: int) -> list[Args]:
         raise ValidationError(
             "strategies", "the hypothesis strategy needs hypothesis (pip install 'assay[testgen]')"
         ) from exc
+    if count <= 0:
+        return []
     alphabet = _alphabet(sig)
     drawn: list[Args] = []
     strategy = st.tuples(*[_strategy(t, alphabet) for t in sig.types])
