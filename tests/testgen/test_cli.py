@@ -63,8 +63,10 @@ def test_generate_report_and_eval(tmp_path: Path) -> None:
         ],
     )
     assert r.exit_code == 0, r.output
-    verdicts = [json.loads(x)["verdict"] for x in out.read_text().splitlines()]
-    assert verdicts == ["accepted", "wrong_answer"]
+    verdicts = {
+        r["sample_index"]: r["verdict"] for r in map(json.loads, out.read_text().splitlines())
+    }
+    assert verdicts == {0: "accepted", 1: "wrong_answer"}
 
 
 def test_bad_rows_are_usage_errors(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def dump_problem(problem: Problem) -> dict[str, Any]:
 
 def dumps(problem: Problem) -> str:
     """One line of the suite file (deterministic: keys sorted, sets ordered)."""
-    return json.dumps(dump_problem(problem), sort_keys=True, ensure_ascii=False)
+    return json.dumps(dump_problem(problem), sort_keys=True)
 
 
 def _decode(value: Any, field: str) -> Any:

@@ -90,10 +90,15 @@ class Options:
     holdout_hypothesis: int = 40
     max_mutants: int = 60
     cover_k: int = 2
+    refill_below: int = 100
+    refill: int = 250
     fill: bool = True
     call_s: float = oracle.CALL_S
     min_mutation_score: float = 0.0
     rtol: float = 1e-7
+
+
+_NO_ANSWER = object()  # equal only to itself: two references that both fail agree
 
 
 def _rng_seed(seed: int, task_id: str, what: str) -> int:
@@ -108,8 +113,8 @@ def _input_key(args: tuple[Any, ...]) -> str | None:
         return None
 
 
-def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], list[str], int]:
-    """(inputs, the strategy of each, how many are pool; the rest are holdout), deduplicated."""
+def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """(inputs, the strategy of each: holdout inputs are marked ``holdout``), deduplicated."""
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
     tid = task.task_id
     groups: list[tuple[str, list[tuple[Any, ...]]]] = [
@@ -143,8 +148,7 @@ def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], lis
     inputs: list[tuple[Any, ...]] = []
     kinds: list[str] = []
     seen: set[str] = set()
-    pool = 0
-    for n, (kind, items) in enumerate(groups + holdout):
+    for kind, items in groups + holdout:
         for args in items:
             k = _input_key(args)
             if k is None or k in seen:
@@ -152,9 +156,7 @@ def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], lis
             seen.add(k)
             inputs.append(args)
             kinds.append(kind)
-        if n == len(groups) - 1:
-            pool = len(inputs)
-    return inputs, kinds, pool
+    return inputs, kinds
 
 
 def _time_limit(cpu_s: float) -> float:
@@ -172,46 +174,71 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     quality report (see :mod:`assay.testgen.report`)."""
     options = options or Options()
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
-    inputs, kinds, pool = candidates(task, options)
-    calls = [list(a) for a in inputs]
+    fresh, fresh_kinds = candidates(task, options)
+    inputs: list[tuple[Any, ...]] = []
+    kinds: list[str] = []
+    calls: list[list[Any]] = []
+    seen = {_input_key(a) for a in fresh}
     atol = task.atol or 1e-6
     dropped: Counter[str] = Counter()
     examples_of: dict[str, str] = {}
+    first: list[oracle.Answer] = []
+    kept: list[int] = []
+    cpu: dict[int, float] = {}
 
     def drop(reason: str, message: str) -> None:
         dropped[reason] += 1
         examples_of.setdefault(reason, message[:200])
 
-    first = oracle.answers(
-        runner,
-        task.reference,
-        task.entry_point,
-        calls,
-        sig.contract_source,
-        trace=True,
-        call_s=options.call_s,
-    )
-    ok = [i for i, a in enumerate(first) if a.status == "ok"]
-    for a in first:
-        if a.status != "ok":
-            drop(a.status, a.message)
-    second = oracle.answers(
-        runner,
-        task.reference,
-        task.entry_point,
-        [calls[i] for i in ok],
-        sig.contract_source,
-        hash_seed=oracle.OTHER_HASH_SEED,
-        call_s=options.call_s,
-    )
-    kept: list[int] = []
-    cpu: dict[int, float] = {}
-    for i, b in zip(ok, second, strict=True):
-        if b.status != "ok" or not values.equal(b.value, first[i].value, atol, options.rtol):
-            drop("flaky", f"second run: {b.status} {b.message}".strip())
-            continue
-        kept.append(i)
-        cpu[i] = b.cpu_s
+    def answer(new: list[tuple[Any, ...]], new_kinds: list[str]) -> None:
+        """The reference's answers on ``new``, twice (two hash seeds); keeps the stable ones."""
+        base = len(inputs)
+        inputs.extend(new)
+        kinds.extend(new_kinds)
+        calls.extend(list(a) for a in new)
+        got = oracle.answers(
+            runner,
+            task.reference,
+            task.entry_point,
+            calls[base:],
+            sig.contract_source,
+            trace=True,
+            call_s=options.call_s,
+        )
+        first.extend(got)
+        ok = [base + j for j, a in enumerate(got) if a.status == "ok"]
+        for a in got:
+            if a.status != "ok":
+                drop(a.status, a.message)
+        again = oracle.answers(
+            runner,
+            task.reference,
+            task.entry_point,
+            [calls[i] for i in ok],
+            sig.contract_source,
+            hash_seed=oracle.OTHER_HASH_SEED,
+            call_s=options.call_s,
+        )
+        for i, b in zip(ok, again, strict=True):
+            if b.status != "ok" or not values.equal(b.value, first[i].value, atol, options.rtol):
+                drop("flaky", f"second run: {b.status} {b.message}".strip())
+                continue
+            kept.append(i)
+            cpu[i] = b.cpu_s
+
+    answer(fresh, fresh_kinds)
+    valid = [inputs[i] for i in kept if kinds[i] != "holdout"]
+    if valid and len(valid) < options.refill_below:
+        # Few inputs satisfy the contract: mutate the valid ones (EvalPlus grows its corpus
+        # from valid inputs only).
+        rng = random.Random(_rng_seed(options.seed, task.task_id, "refill"))
+        more = []
+        for args in strategies.mutation(sig, rng, options.refill, corpus=valid):
+            k = _input_key(args)
+            if k is not None and k not in seen:
+                seen.add(k)
+                more.append(args)
+        answer(more, ["refill"] * len(more))
     ambiguous: list[int] = []
     suspects: list[int] = []
     if task.references and kept:
@@ -227,7 +254,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
             for r in task.references
         ]
         table = [[first[i].value for i in kept]] + [
-            [a.value if a.status == "ok" else oracle.Answer for a in o] for o in others
+            [a.value if a.status == "ok" else _NO_ANSWER for a in o] for o in others
         ]
         verdict = agree(table, atol, options.rtol)
         ambiguous = [kept[j] for j in verdict.ambiguous]
@@ -235,7 +262,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         for _ in ambiguous:
             drop("ambiguous", "the references disagree on this input")
         kept = [i for i in kept if i not in set(ambiguous)]
-    pool_kept = [i for i in kept if i < pool]
+    pool_kept = [i for i in kept if kinds[i] != "holdout"]
     if not pool_kept:
         raise ValidationError(
             "reference", f"{task.task_id}: no generated input has a usable answer ({dict(dropped)})"
@@ -244,13 +271,14 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     muts = mutants(
         task.reference, _rng_seed(options.seed, task.task_id, "mut"), options.max_mutants
     )
-    caps = [min(options.call_s, max(0.1, 20 * cpu[i] + 0.05)) for i in kept]
+    order = pool_kept + [i for i in kept if kinds[i] == "holdout"]
+    caps = [min(options.call_s, max(0.1, 20 * cpu[i] + 0.05)) for i in order]
     kill = oracle.kills(
         runner,
         [m.source for m in muts],
         task.entry_point,
-        [calls[i] for i in kept],
-        [first[i].value for i in kept],
+        [calls[i] for i in order],
+        [first[i].value for i in order],
         caps,
         atol,
         options.rtol,
@@ -263,7 +291,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     where = {i: j for j, i in enumerate(pool_kept)}
     for m in killable:
         for j in kill[m].killed_by:
-            i = kept[j]
+            i = order[j]
             if i in pool_set:
                 hits[where[i]].add(("m", m))
     for j, i in enumerate(pool_kept):
@@ -304,8 +332,8 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         for n, i in enumerate(suite)
     ]
     quality = {
-        "candidates": dict(Counter(kinds[:pool])),
-        "holdout": len(inputs) - pool,
+        "candidates": dict(Counter(k for k in kinds if k != "holdout")),
+        "holdout": kinds.count("holdout"),
         "kept": len(pool_kept),
         "dropped": dict(sorted(dropped.items())),
         "dropped_examples": dict(sorted(examples_of.items())),
@@ -364,6 +392,8 @@ def generate_all(
             got = generate(runner, task, options)
         except (ValidationError, SandboxError) as exc:
             got = str(exc)
+        except Exception as exc:  # a generator bug on one task must not lose the others
+            got = f"internal error: {type(exc).__name__}: {exc}"
         if on_done is not None:
             on_done(task.task_id, got)
         return got

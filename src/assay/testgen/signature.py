@@ -28,8 +28,10 @@ class Signature:
     #: Source of ``_assay_contract(<params>)``: the contract's statements, then ``return
     #: True`` ("" when there is no contract).
     contract_source: str
+    #: Values the prompt writes for single parameters (``grid : [[0, 1]]``), by position.
+    hints: tuple[tuple[Any, ...], ...] = ()
     #: Line numbers of the statements of the reference's functions (for line coverage).
-    statement_lines: frozenset[int]
+    statement_lines: frozenset[int] = frozenset()
 
 
 def _parse(code: str, field: str) -> ast.Module:
@@ -87,6 +89,77 @@ def examples(prompt: str, entry: str, arity: int) -> list[tuple[Any, ...]]:
     return out
 
 
+def _literal_at(text: str) -> tuple[bool, Any]:
+    """The Python literal ``text`` starts with (a bracketed or quoted one, or a number or
+    name constant), if any."""
+    text = text.lstrip()
+    if not text:
+        return False, None
+    if text[0] in "[({\"'":
+        end = _balanced_end(text)
+        if end is None:
+            return False, None
+        chunk = text[:end]
+    else:
+        m = re.match(r"-?\d+(\.\d+)?(e-?\d+)?|True\b|False\b|None\b", text)
+        if not m:
+            return False, None
+        chunk = m.group(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return True, ast.literal_eval(chunk)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False, None
+
+
+def _balanced_end(text: str) -> int | None:
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+                if depth == 0:
+                    return i + 1
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def named_values(prompt: str, params: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Values written for each parameter: ``lst = [1, 2]``, ``grid : [[0, 1]]``,
+    ``operator['+', '*']``, or ``Input: [4, 2, 3]`` for a one-parameter function."""
+    found: dict[str, list[Any]] = {p: [] for p in params}
+    for p in params:
+        for m in re.finditer(rf"(?<![\w.]){re.escape(p)}\s*(?:[:=]\s*|(?=[\[{{\"']))", prompt):
+            ok, value = _literal_at(prompt[m.end() :])
+            if ok:
+                found[p].append(value)
+    if len(params) == 1 and not found[params[0]]:
+        for m in re.finditer(r"(?i)\binput\s*:?\s*", prompt):
+            ok, value = _literal_at(prompt[m.end() :])
+            if ok:
+                found[params[0]].append(value)
+    return found
+
+
+def named_examples(prompt: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """Examples written as values, where every parameter has one (see :func:`named_values`)."""
+    found = named_values(prompt, params)
+    n = min((len(v) for v in found.values()), default=0)
+    return [tuple(found[p][k] for p in params) for k in range(n)]
+
+
 def _contract_types(contract: str) -> dict[str, T]:
     found: dict[str, T] = {}
     for name, types in re.findall(r"isinstance\((\w+),\s*(\([^)]*\)|\w+)\)", contract):
@@ -127,24 +200,30 @@ def _statement_lines(tree: ast.Module) -> frozenset[int]:
     return frozenset(lines)
 
 
+def _vague(t: T) -> bool:
+    return t.kind == "any" or any(_vague(a) for a in t.args)
+
+
 def signature(prompt: str, reference: str, entry: str, contract: str = "") -> Signature:
     tree = _parse(reference, "reference")
     fn = _function(tree, entry)
     params = tuple(a.arg for a in fn.args.args)
     if fn.args.vararg or fn.args.kwonlyargs:
         raise ValidationError("entry_point", f"{entry}: only positional parameters are supported")
-    seeds = examples(prompt, entry, len(params))
+    seeds = examples(prompt, entry, len(params)) or named_examples(prompt, params)
     by_contract = _contract_types(contract)
+    named = named_values(prompt, params)
     types: list[T] = []
     for i, arg in enumerate(fn.args.args):
         t = from_annotation(arg.annotation) if arg.annotation is not None else None
         if t is None or t.kind == "any":
             t = by_contract.get(arg.arg, t)
-        if (t is None or t.kind == "any") and seeds:
-            inferred = [of_value(s[i]) for s in seeds]
-            t = inferred[0]
-            for other in inferred[1:]:
-                t = join(t, other)
+        written = [s[i] for s in seeds] or named[arg.arg]
+        if (t is None or _vague(t)) and written:
+            inferred = t or T("any")
+            for value in written:
+                inferred = join(inferred, of_value(value)) if _vague(inferred) else inferred
+            t = inferred
         types.append(t or T("any"))
     # Seeds typed by what the task says: an int written where a float is declared stays an
     # int (as the task wrote it).
@@ -154,5 +233,6 @@ def signature(prompt: str, reference: str, entry: str, contract: str = "") -> Si
         tuple(types),
         tuple(seeds),
         contract_source(fn, contract),
+        tuple(tuple(named[p]) for p in params),
         _statement_lines(tree),
     )

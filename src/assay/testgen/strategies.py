@@ -8,6 +8,7 @@ Inputs are tuples of plain values (what ``assay.judge.values`` can carry into th
 from __future__ import annotations
 
 import random
+import re
 import string
 import threading
 from collections.abc import Callable
@@ -19,6 +20,16 @@ from .types import ANY, T
 Args = tuple[Any, ...]
 MAX_LEN = 60  # sizes mutation and random generation stay under (boundaries go larger)
 LARGE = 1000  # "large" size for complexity inputs
+#: Types tried for an argument whose type nothing in the task names.
+PROBES = (
+    T("int"),
+    T("str"),
+    T("list", (T("int"),)),
+    T("float"),
+    T("list", (T("str"),)),
+    T("list", (T("float"),)),
+    T("list", (T("list", (T("int"),)),)),
+)
 _PRINTABLE = string.ascii_letters + string.digits + " .,!?-_"
 _UNICODE = "éßü中文😀ǅ"
 
@@ -44,11 +55,23 @@ def _strings(value: Any) -> str:
     return ""
 
 
+HASHABLE = T("union", (T("int"), T("str")))
+
+
+def _hashable(t: T) -> T:
+    """Dict keys and set items: an unknown type is probed with hashable types only."""
+    if t.kind == "any":
+        return HASHABLE
+    if t.kind in ("list", "set", "dict"):
+        return T("tuple", (ANY,), variadic=True) if t.kind == "list" else HASHABLE
+    return t
+
+
 def _concrete(t: T, rng: random.Random) -> T:
     if t.kind == "union":
         return _concrete(rng.choice([a for a in t.args if a.kind != "none"] or list(t.args)), rng)
-    if t.kind == "any":
-        return T(rng.choice(["int", "str"]))
+    if t.kind == "any":  # unknown: probe several types, the contract and reference decide
+        return rng.choice(PROBES)
     return t
 
 
@@ -71,7 +94,7 @@ def random_value(t: T, rng: random.Random, alphabet: str, size: int = 8) -> Any:
     if k == "list":
         return [random_value(item, rng, alphabet, max(1, size // 2)) for _ in range(n)]
     if k == "set":
-        return {random_value(item, rng, alphabet, 4) for _ in range(n)}
+        return {random_value(_hashable(item), rng, alphabet, 4) for _ in range(n)}
     if k == "tuple":
         if t.variadic:
             return tuple(random_value(item, rng, alphabet, max(1, size // 2)) for _ in range(n))
@@ -79,7 +102,7 @@ def random_value(t: T, rng: random.Random, alphabet: str, size: int = 8) -> Any:
     if k == "dict":
         key, val = t.args if len(t.args) == 2 else (ANY, ANY)
         return {
-            random_value(key, rng, alphabet, 4): random_value(val, rng, alphabet, 4)
+            random_value(_hashable(key), rng, alphabet, 4): random_value(val, rng, alphabet, 4)
             for _ in range(n)
         }
     return rng.randint(-10, 10)
@@ -137,6 +160,19 @@ def _mutate_str(s: str, rng: random.Random, alphabet: str) -> str:
         lambda: s[::-1],
         lambda: s + s,
     ]
+    tokens = s.split(" ")
+    cut = rng.randrange(len(tokens))
+    if len(tokens) > 1:  # keep the words of a structured string, change their order/number
+        ops += [
+            lambda: " ".join(rng.sample(tokens, len(tokens))),
+            lambda: " ".join([*tokens, rng.choice(tokens)]),
+            lambda: " ".join(tokens[:cut] + tokens[cut + 1 :]),
+        ] * 2
+    digits = re.findall(r"\d+", s)
+    if digits:  # numbers inside text: change one, keep the format
+        old = rng.choice(digits)
+        new = str(max(0, int(old) + rng.choice([-1, 1, 7, int(old) + 1, -int(old) // 2])))
+        ops += [lambda: s.replace(old, new, 1)] * 3
     if s:
         i = rng.randrange(len(s))
         ops += [
@@ -190,7 +226,7 @@ def _mutate_dict(d: dict[Any, Any], t: T, rng: random.Random, alphabet: str) -> 
     keys = list(d)
     op = rng.choice(["add", "remove", "mutate"] if keys else ["add"])
     if op == "add":
-        d[random_value(key_t, rng, alphabet, 4)] = random_value(val_t, rng, alphabet, 4)
+        d[random_value(_hashable(key_t), rng, alphabet, 4)] = random_value(val_t, rng, alphabet, 4)
     elif op == "remove":
         del d[rng.choice(keys)]
     else:
@@ -199,16 +235,20 @@ def _mutate_dict(d: dict[Any, Any], t: T, rng: random.Random, alphabet: str) -> 
     return d
 
 
-def mutation(sig: Signature, rng: random.Random, count: int) -> list[Args]:
-    """EvalPlus's type-aware mutation: grow a corpus from the examples by mutating one
-    argument of a random member at a time."""
+def mutation(
+    sig: Signature, rng: random.Random, count: int, corpus: list[Args] | None = None
+) -> list[Args]:
+    """EvalPlus's type-aware mutation: grow a corpus from the examples (or from ``corpus``,
+    e.g. inputs known to be valid) by mutating one argument of a random member at a time;
+    seven times in ten the member is one of the starting inputs."""
     alphabet = _alphabet(sig)
-    corpus: list[Args] = [tuple(a) for a in sig.examples] or [
-        tuple(random_value(t, rng, alphabet) for t in sig.types)
-    ]
+    start: list[Args] = list(corpus or ()) or [tuple(a) for a in sig.examples]
+    if not start:
+        start = [_invented(sig, rng, alphabet) for _ in range(8)]
+    corpus = list(start)
     out: list[Args] = []
     for _ in range(count):
-        base = rng.choice(corpus[-20:] if rng.random() < 0.5 else corpus)
+        base = rng.choice(start if rng.random() < 0.7 else corpus)
         if not base:
             break
         i = rng.randrange(len(base))
@@ -216,6 +256,16 @@ def mutation(sig: Signature, rng: random.Random, count: int) -> list[Args]:
         corpus.append(new)
         out.append(new)
     return out
+
+
+def _invented(sig: Signature, rng: random.Random, alphabet: str) -> Args:
+    """An input for a task without examples: values the prompt writes for a parameter
+    where it writes some, random values of the parameter's type elsewhere."""
+    hints = sig.hints or tuple(() for _ in sig.types)
+    return tuple(
+        rng.choice(h) if h else random_value(t, rng, alphabet)
+        for t, h in zip(sig.types, hints, strict=True)
+    )
 
 
 def _edges(t: T, seed: Any, alphabet: str) -> list[Any]:
@@ -268,18 +318,14 @@ def _edges(t: T, seed: Any, alphabet: str) -> list[Any]:
     if k == "dict":
         key, val = t.args if len(t.args) == 2 else (ANY, ANY)
         return [{}, {random_value(key, rng, alphabet, 3): random_value(val, rng, alphabet, 3)}]
-    return [0, "", None]
+    return [v for probe in PROBES[:3] for v in _edges(probe, None, alphabet)[:3]]
 
 
 def boundary(sig: Signature, rng: random.Random) -> list[Args]:
     """Boundary values per argument (empty, zero, negative, one element, duplicates,
     unicode, large sizes), the other arguments held at an example's values."""
     alphabet = _alphabet(sig)
-    base = (
-        sig.examples[0]
-        if sig.examples
-        else tuple(random_value(t, rng, alphabet) for t in sig.types)
-    )
+    base = sig.examples[0] if sig.examples else _invented(sig, rng, alphabet)
     out: list[Args] = []
     for i, t in enumerate(sig.types):
         for v in _edges(t, base[i], alphabet):
@@ -311,15 +357,17 @@ def _strategy(t: T, alphabet: str) -> Any:
     if k == "list":
         return st.lists(item, max_size=12)
     if k == "set":
-        return st.sets(item, max_size=8)
+        return st.sets(_strategy(_hashable(t.args[0] if t.args else ANY), alphabet), max_size=8)
     if k == "tuple":
         if t.variadic:
             return st.lists(item, max_size=8).map(tuple)
         return st.tuples(*[_strategy(a, alphabet) for a in t.args])
     if k == "dict":
         key, val = t.args if len(t.args) == 2 else (ANY, ANY)
-        return st.dictionaries(_strategy(key, alphabet), _strategy(val, alphabet), max_size=6)
-    return st.one_of(st.integers(-10, 10), st.text(max_size=5))
+        return st.dictionaries(
+            _strategy(_hashable(key), alphabet), _strategy(val, alphabet), max_size=6
+        )
+    return st.one_of(*[_strategy(p, alphabet) for p in PROBES])
 
 
 def from_types(sig: Signature, seed: int, count: int) -> list[Args]:
