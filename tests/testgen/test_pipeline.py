@@ -139,3 +139,13 @@ def test_gate_can_be_reapplied_to_a_written_suite(runner: Runner) -> None:
     if score < 1.0:
         assert with_gate(p, 1.0).metadata["quality"]["fit_for_training"] is False
     assert with_gate(p, 0.0).metadata["quality"]["min_mutation_score"] == 0.0
+
+
+def test_mbppplus_rows_keep_their_whole_program_reference() -> None:
+    row = {
+        "task_id": "Mbpp/1",
+        "prompt": '"""\nassert twice(2) == 4\n"""\n',
+        "entry_point": "twice",
+        "canonical_solution": "def twice(x):\n    return 2 * x\n",
+    }
+    assert task_from_row(row).reference == row["canonical_solution"]

@@ -93,3 +93,30 @@ def test_types_come_from_the_contract_or_the_examples_without_annotations() -> N
     s = signature(prompt, prompt + "    return a\n", "f", "\n    assert isinstance(a, int)\n")
     assert s.types == (T("int"), T("str"))
     assert "def _assay_contract(a, b):" in s.contract_source
+
+
+def test_hypothesis_draws_do_not_depend_on_the_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Hypothesis mixes in constants from the source of loaded modules; the same seed must
+    still draw the same inputs whatever else the process imported, under any hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "constmod.py").write_text('WORDS = ["zebra-constant", 123456789, -98765, 3.25]\n')
+    code = (
+        "import sys\n"
+        "if sys.argv[1] == '1':\n"
+        f"    sys.path.insert(0, {str(tmp_path)!r}); import constmod\n"
+        "from assay.testgen import strategies\n"
+        "from assay.testgen.signature import signature\n"
+        "p = 'def f(a: list, s: str, n: int, x: float):\\n    pass\\n'\n"
+        "print(repr(strategies.from_types(signature(p, p, 'f'), 5, 200)))\n"
+    )
+    outs = set()
+    for extra, hash_seed in (("0", "1"), ("1", "2")):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        run = subprocess.run(
+            [sys.executable, "-c", code, extra], env=env, capture_output=True, text=True, check=True
+        )
+        outs.add(run.stdout)
+    assert len(outs) == 1

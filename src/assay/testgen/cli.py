@@ -25,6 +25,8 @@ from .pipeline import Options, Task, generate_all, task_from_row, with_gate
 __all__ = ["tests_app"]
 
 EXIT_USAGE, EXIT_SANDBOX = 2, 3
+#: Dataset formats whose rows carry a prompt, an entry point and a reference.
+ROW_FORMATS = ("tasks", "humaneval", "humanevalplus", "mbppplus")
 
 tests_app = typer.Typer(
     add_completion=False,
@@ -39,10 +41,10 @@ err_console = Console(stderr=True)
 def read_tasks(path: Path, fmt: str | None) -> list[Task]:
     """Task rows ``{task_id, prompt, entry_point, reference}`` (``canonical_solution``,
     ``contract``, ``references`` optional). ``fmt`` names a dataset format whose rows have
-    these fields (``humaneval``, ``humanevalplus``); only those fields are read."""
-    if fmt not in (None, "tasks", "humaneval", "humanevalplus"):
+    these fields (:data:`ROW_FORMATS`); only those fields are read, never a dataset's tests."""
+    if fmt not in (None, *ROW_FORMATS):
         raise ValidationError(
-            "format", f"{fmt!r}: test generation reads 'tasks', 'humaneval' or 'humanevalplus' rows"
+            "format", f"{fmt!r}: test generation reads rows of {', '.join(ROW_FORMATS)}"
         )
     records = read_records(path)
     out = []
@@ -79,7 +81,9 @@ def generate_cmd(
     workers: Annotated[int, typer.Option(min=1, help="Problems generated at once.")] = 2,
     fmt: Annotated[
         str | None,
-        typer.Option("--format", help="Row format: tasks (default), humaneval, humanevalplus."),
+        typer.Option(
+            "--format", help="Row format: tasks (default), humaneval, humanevalplus, mbppplus."
+        ),
     ] = None,
     min_mutation_score: Annotated[
         float,

@@ -20,6 +20,8 @@ from typing import Any
 
 from ..formats.assay_suite import encode_value
 from ..judge import values
+from ..runner import Runner
+from . import oracle
 
 SUSPECT_FRACTION = 0.05
 
@@ -94,3 +96,20 @@ def dual_agreement(outputs: Sequence[Sequence[str | None]]) -> DualRanking:
                 tests[(i, v)] = tests.get((i, v), 0.0) + score
     ranked = sorted(((i, v, s) for (i, v), s in tests.items()), key=lambda t: (-t[2], t[0], t[1]))
     return DualRanking(tuple(cand), tuple(ranked))
+
+
+def rank_pool(
+    runner: Runner,
+    programs: Sequence[str],
+    entry: str,
+    inputs: list[list[Any]],
+    contract: str = "",
+) -> DualRanking:
+    """Run every unlabelled candidate on ``inputs`` in the sandbox (one run each) and rank
+    candidates and (input, output) tests by :func:`dual_agreement`. An input a candidate
+    raises on, or cannot answer in time, counts as no answer."""
+    outputs: list[list[str | None]] = []
+    for code in programs:
+        got = oracle.answers(runner, code, entry, inputs, contract)
+        outputs.append([key(a.value) if a.status == "ok" else None for a in got])
+    return dual_agreement(outputs)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -59,8 +60,11 @@ def task_from_row(row: dict[str, Any]) -> Task:
         if not isinstance(row.get(name), str) or not row[name]:
             raise ValidationError(name, f"must be a non-empty string (task {row.get('task_id')!r})")
     ref = row.get("reference")
-    if ref is None and isinstance(row.get("canonical_solution"), str):
-        ref = row["prompt"] + row["canonical_solution"]
+    body = row.get("canonical_solution")
+    if ref is None and isinstance(body, str):
+        # HumanEval's is the body after the prompt; MBPP+'s is a whole program.
+        whole = re.search(rf"^def {re.escape(row['entry_point'])}\s*\(", body, re.M)
+        ref = body if whole else row["prompt"] + body
     if not isinstance(ref, str) or not ref.strip():
         raise ValidationError("reference", f"task {row['task_id']!r} needs a reference solution")
     refs = row.get("references") or []

@@ -7,11 +7,12 @@ Inputs are tuples of plain values (what ``assay.judge.values`` can carry into th
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import string
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .signature import Signature
@@ -402,6 +403,33 @@ def from_types(sig: Signature, seed: int, count: int) -> list[Args]:
     def collect(args: Args) -> None:
         drawn.append(args)
 
-    with _HYPOTHESIS:
+    with _HYPOTHESIS, _no_constant_pool():
         collect()
     return drawn[:count]
+
+
+@contextlib.contextmanager
+def _no_constant_pool() -> Iterator[None]:
+    """Hypothesis mixes in constants it finds in the source of the modules the process has
+    loaded (and iterates sets of them), so the same seed would draw differently in a
+    process that imported other modules. Generation turns that off while it draws; with
+    a Hypothesis that has no such pool, there is nothing to turn off."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another Hypothesis layout
+        yield
+        return
+    cls = getattr(providers, "HypothesisProvider", None)
+    original = getattr(cls, "_maybe_draw_constant", None)
+    if cls is None or original is None:  # pragma: no cover
+        yield
+        return
+
+    def never(self: Any, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    cls._maybe_draw_constant = never
+    try:
+        yield
+    finally:
+        cls._maybe_draw_constant = original
