@@ -78,7 +78,8 @@ def test_contract_filters_inputs(runner: Runner) -> None:
 )
 def test_flaky_inputs_are_dropped(runner: Runner, flaky: str) -> None:
     p = generate(runner, task_from_row(row(canonical_solution=flaky + BODY)), SMALL)
-    assert all(a[0] <= 5 for a in args_of(p))
+    # hash("") is 0 under every hash seed: that answer is stable, the others are not
+    assert all(a[0] <= 5 or ("hash" in flaky and a[1] == "") for a in args_of(p))
     q = p.metadata["quality"]
     assert q["dropped"]["flaky"] > 0
 
