@@ -120,3 +120,11 @@ def test_hypothesis_draws_do_not_depend_on_the_process(tmp_path) -> None:  # typ
         )
         outs.add(run.stdout)
     assert len(outs) == 1
+
+
+def test_numbers_change_representation_where_the_type_allows_it() -> None:
+    rng = random.Random(2)
+    as_float = [strategies.mutate(3, T("float"), rng, "a") for _ in range(200)]
+    assert 3.0 in as_float and any(type(v) is float for v in as_float)
+    as_int = [strategies.mutate(3, T("int"), rng, "a") for _ in range(200)]
+    assert all(type(v) is int for v in as_int)  # an int parameter never gets a float

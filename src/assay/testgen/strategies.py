@@ -114,10 +114,20 @@ def mutate(value: Any, t: T, rng: random.Random, alphabet: str) -> Any:
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
-        return rng.choice(
-            [value + 1, value - 1, -value, value * 2, value // 2, rng.randint(-100, 100)]
-        )
+        choices: list[Any] = [
+            value + 1,
+            value - 1,
+            -value,
+            value * 2,
+            value // 2,
+            rng.randint(-100, 100),
+        ]
+        if _allows_float(t):  # the same number as a float: 3.0 where 3 was written
+            choices += [float(value)] * 2
+        return rng.choice(choices)
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15 and _allows_int(t) and rng.random() < 0.2:
+            return int(value)
         return rng.choice(
             [
                 value + 1.0,
@@ -149,6 +159,15 @@ def mutate(value: Any, t: T, rng: random.Random, alphabet: str) -> Any:
     if value is None:
         return random_value(t, rng, alphabet)
     return value
+
+
+def _allows_float(t: T) -> bool:
+    return t.kind == "float" or (t.kind == "union" and any(_allows_float(a) for a in t.args))
+
+
+def _allows_int(t: T) -> bool:
+    # a declared float takes ints too (contracts say isinstance(x, (int, float)))
+    return t.kind in ("int", "float") or (t.kind == "union" and any(_allows_int(a) for a in t.args))
 
 
 def _mutate_str(s: str, rng: random.Random, alphabet: str) -> str:
