@@ -52,6 +52,7 @@ def _register_serve() -> None:
 
 
 _register_serve()
+app.add_typer(__import__("assay.testgen.cli", fromlist=["tests_app"]).tests_app, name="tests")
 
 
 def _insecure_banner() -> None:
