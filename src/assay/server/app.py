@@ -132,6 +132,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ex = executor if executor is not None else await asyncio.to_thread(LocalExecutor)
+        ex.metrics.bind_records(ex.records)  # spool/upload counts when records go to S3
         svc = Service(ex, settings)
         app.state.service = svc
         try:

@@ -27,6 +27,7 @@ def serve(
     *,
     settings: Settings | None = None,
     log_level: str = "info",
+    records: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes."""
@@ -50,7 +51,7 @@ def serve(
             raise ValueError("workers must be 'auto' or a positive integer")
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
-    executor = LocalExecutor(runner, slots=slots)
+    executor = LocalExecutor(runner, slots=slots, records=records)
     try:
         app = create_app(executor, settings=settings)
         config = uvicorn.Config(
@@ -81,6 +82,16 @@ def serve_command(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
+    records: Annotated[
+        str | None,
+        typer.Option(
+            help="Where execution records go: a directory, an fsspec URL such as "
+            "s3://bucket/prefix (spooled locally, uploaded in the background; credentials from "
+            "AWS_* variables), or 'off'. Default: $ASSAY_RECORDS, else "
+            "~/.local/share/assay/records.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -91,9 +102,11 @@ def serve_command(
 
         assay serve --host 0.0.0.0 --port 8080 --workers 16
 
+        assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
+
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
     """
     if workers != "auto" and not workers.isdigit():
         raise typer.BadParameter("'auto' or a positive integer", param_hint="--workers")
-    serve(host, port, workers if workers == "auto" else int(workers), insecure)
+    serve(host, port, workers if workers == "auto" else int(workers), insecure, records=records)

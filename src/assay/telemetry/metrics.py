@@ -14,92 +14,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from ._remote import SpoolStats
+from ._specs import METRICS, SPECS, MetricSpec
 
 __all__ = ["METRICS", "MetricSpec", "Metrics", "metric_names", "metrics_markdown"]
 
 log = logging.getLogger(__name__)
-
-#: Seconds a job may wait: from "picked at once" to "queued behind a long batch".
-_QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
-#: Seconds a job runs: programs are judged within seconds, whole test suites within minutes.
-_RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
-#: Seconds to get a sandbox: a warm fork takes 1-2 ms, a cold start tens of milliseconds.
-_START_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One exported metric: exposition name, Prometheus type, help text, labels, buckets."""
-
-    name: str
-    kind: Literal["counter", "histogram", "gauge"]
-    help: str
-    labels: tuple[str, ...] = ()
-    buckets: tuple[float, ...] = ()
-
-
-#: Every metric an executor exports; the README table is generated from this.
-METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec(
-        "assay_jobs_submitted_total", "counter", "Jobs accepted into the queue.", ("language",)
-    ),
-    MetricSpec(
-        "assay_jobs_completed_total",
-        "counter",
-        "Jobs finished, by verdict; 'deadline' and 'cancelled' for jobs that never ran.",
-        ("language", "verdict"),
-    ),
-    MetricSpec(
-        "assay_jobs_rejected_total",
-        "counter",
-        "Jobs refused by admission control because the queue was full.",
-    ),
-    MetricSpec(
-        "assay_queue_wait_seconds",
-        "histogram",
-        "Time from submission until a worker started the job.",
-        buckets=_QUEUE_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_job_run_seconds",
-        "histogram",
-        "Wall time of a job from start to verdict (compile and all tests).",
-        buckets=_RUN_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_sandbox_start_seconds",
-        "histogram",
-        "Time a job spent in the sandbox layer beyond its programs' own run time (fork, set-up, teardown).",
-        buckets=_START_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_cache_hits_total", "counter", "Jobs answered from the result cache without a run."
-    ),
-    MetricSpec("assay_cache_misses_total", "counter", "Jobs looked up in the cache and run."),
-    MetricSpec(
-        "assay_retries_total", "counter", "Job attempts retried after an infrastructure fault."
-    ),
-    MetricSpec(
-        "assay_sandbox_errors_total",
-        "counter",
-        "Infrastructure failures (sandbox_error): our fault, never the program's.",
-    ),
-    MetricSpec("assay_queue_depth", "gauge", "Jobs waiting in the queue (read at scrape time)."),
-    MetricSpec(
-        "assay_queue_oldest_age_seconds",
-        "gauge",
-        "Age of the oldest waiting job, 0 when the queue is empty (read at scrape time).",
-    ),
-    MetricSpec("assay_workers_busy", "gauge", "Workers running a job now (read at scrape time)."),
-    MetricSpec("assay_workers", "gauge", "Workers in the pool."),
-)
-_SPECS = {spec.name: spec for spec in METRICS}
 
 
 def metric_names() -> list[tuple[str, str, str]]:
@@ -155,6 +81,46 @@ class _ScrapeGauges(Collector):
         return [depth, age, busy, total]
 
 
+class _RecordGauges(Collector):
+    """Spool and upload counts of a remote records writer, read from its ``stats()`` at scrape.
+
+    The writer keeps its own counts (it exists before any registry and may outlive one), so
+    nothing couples the upload thread to Prometheus. Writers without ``stats()`` (local
+    directories, memory, off) export nothing here.
+    """
+
+    def __init__(self) -> None:
+        self.stats: Callable[[], SpoolStats] | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return list(self._families())
+
+    def _families(self) -> tuple[GaugeMetricFamily, CounterMetricFamily, CounterMetricFamily]:
+        return (
+            GaugeMetricFamily("assay_records_spooled", SPECS["assay_records_spooled"].help),
+            CounterMetricFamily(
+                "assay_records_uploaded", SPECS["assay_records_uploaded_total"].help
+            ),
+            CounterMetricFamily(
+                "assay_records_upload_errors", SPECS["assay_records_upload_errors_total"].help
+            ),
+        )
+
+    def collect(self) -> Iterable[Metric]:
+        spooled, uploaded, errors = self._families()
+        if self.stats is None:
+            return [spooled, uploaded, errors]
+        try:
+            stats = self.stats()
+        except Exception:
+            log.warning("records probe failed during a metrics scrape", exc_info=True)
+            return [spooled, uploaded, errors]
+        spooled.add_metric([], float(stats.spooled))
+        uploaded.add_metric([], float(stats.uploaded))
+        errors.add_metric([], float(stats.upload_errors))
+        return [spooled, uploaded, errors]
+
+
 _GAUGES = (
     "assay_queue_depth",
     "assay_queue_oldest_age_seconds",
@@ -164,7 +130,7 @@ _GAUGES = (
 
 
 def _family(name: str) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, _SPECS[name].help)
+    return GaugeMetricFamily(name, SPECS[name].help)
 
 
 class Metrics:
@@ -184,13 +150,15 @@ class Metrics:
         self._sandbox_errors = self._counter("assay_sandbox_errors_total")
         self._gauges = _ScrapeGauges()
         self.registry.register(self._gauges)
+        self._records = _RecordGauges()
+        self.registry.register(self._records)
 
     def _counter(self, name: str) -> Counter:
-        spec = _SPECS[name]
+        spec = SPECS[name]
         return Counter(name, spec.help, spec.labels, registry=self.registry)
 
     def _histogram(self, name: str) -> Histogram:
-        spec = _SPECS[name]
+        spec = SPECS[name]
         return Histogram(name, spec.help, spec.labels, registry=self.registry, buckets=spec.buckets)
 
     def submitted(self, language: str, n: int = 1) -> None:
@@ -239,6 +207,12 @@ class Metrics:
         """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``."""
         self._gauges.busy = busy_fn
         self._gauges.total = total
+
+    def bind_records(self, writer: Any) -> None:
+        """Export spool and upload counts of ``writer`` if it has a ``stats()`` method (a
+        :class:`~assay.telemetry.FsspecWriter`); other writers have nothing to report."""
+        stats = getattr(writer, "stats", None)
+        self._records.stats = stats if callable(stats) else None
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (what ``/metrics`` serves)."""
