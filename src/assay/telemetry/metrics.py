@@ -211,6 +211,7 @@ class Metrics:
     def bind_records(self, writer: Any) -> None:
         """Export spool and upload counts of ``writer`` if it has a ``stats()`` method (a
         :class:`~assay.telemetry.FsspecWriter`); other writers have nothing to report."""
+        writer = getattr(writer, "inner", writer)  # a TeeWriter feeding the dashboard
         stats = getattr(writer, "stats", None)
         self._records.stats = stats if callable(stats) else None
 
