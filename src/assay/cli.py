@@ -54,6 +54,15 @@ def _register_serve() -> None:
 _register_serve()
 
 
+def _register_top() -> None:
+    from .telemetry.top import top_command
+
+    app.command("top")(top_command)
+
+
+_register_top()
+
+
 def _insecure_banner() -> None:
     err_console.print(
         "[bold white on red] INSECURE [/] mandatory isolation controls are missing on this host; "

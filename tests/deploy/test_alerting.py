@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from test_grafana import expressions, grafana_to_promql
 
 from s3_helpers import S3Server, free_port, s3_server
 
@@ -187,3 +188,9 @@ def test_prometheus_fires_records_not_uploading_when_s3_goes_down(
     assert (query(prometheus, "assay_records_upload_errors_total") or 0) >= 1
     firing = {k for k, v in alert_states(prometheus).items() if v == "firing"}
     assert firing == {"AssayRecordsNotUploading"}
+    # The Grafana dashboard's queries are valid PromQL over what this service exports.
+    for expr in expressions():
+        body = httpx.get(
+            f"{prometheus}/api/v1/query", params={"query": grafana_to_promql(expr)}, timeout=10
+        ).json()
+        assert body["status"] == "success", (expr, body)

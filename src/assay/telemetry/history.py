@@ -12,13 +12,14 @@ import collections
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import Metric
 
-__all__ = ["MetricsHistory", "Snapshot", "quantile"]
+__all__ = ["MetricsHistory", "Snapshot", "delta", "quantile", "snapshot"]
 
 #: Samples kept: one every 2 s for an hour.
 DEFAULT_KEEP = 1800
@@ -55,12 +56,13 @@ _COUNTERS = (
 )
 
 
-def snapshot(registry: CollectorRegistry, now: float | None = None) -> Snapshot:
-    """Read the metrics the dashboard draws from ``registry``."""
+def snapshot(families: Iterable[Metric], now: float | None = None) -> Snapshot:
+    """Read the metrics the dashboard draws from metric families: ``registry.collect()`` of a
+    local registry, or the parsed ``/metrics`` text of a remote service (``assay top``)."""
     snap = Snapshot(time.time() if now is None else now)
     run: dict[float, float] = collections.defaultdict(float)
     wait: dict[float, float] = collections.defaultdict(float)
-    for family in registry.collect():
+    for family in families:
         for s in family.samples:
             if s.name == "assay_jobs_completed_total":
                 verdict = s.labels.get("verdict", "")
@@ -99,7 +101,7 @@ def quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
     return prev_le
 
 
-def _delta(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def delta(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> list[tuple[float, float]]:
     before = dict(a)
     return [(le, max(0.0, count - before.get(le, 0.0))) for le, count in b]
 
@@ -119,7 +121,7 @@ class MetricsHistory:
         self._lock = threading.Lock()
 
     def sample(self) -> Snapshot:
-        snap = snapshot(self.registry, self._clock())
+        snap = snapshot(self.registry.collect(), self._clock())
         with self._lock:
             self._ring.append(snap)
         return snap
@@ -164,8 +166,8 @@ class MetricsHistory:
                 d = cur.counters.get(name, 0.0) - prev.counters.get(name, 0.0)
                 out[key].append(max(0.0, d) / dt)
             base = snaps[max(0, i - PERCENTILE_WINDOW)]
-            run = _delta(base.run_buckets, cur.run_buckets)
-            wait = _delta(base.wait_buckets, cur.wait_buckets)
+            run = delta(base.run_buckets, cur.run_buckets)
+            wait = delta(base.wait_buckets, cur.wait_buckets)
             for key, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
                 out["latency"][key].append(quantile(q, run))
             out["latency"]["queue_wait_p95"].append(quantile(0.95, wait))
