@@ -364,7 +364,11 @@ def test_fsspec_writer_recovers_leftovers_but_not_live_segments(
     live = JsonlWriter(spool)  # another process still writing into the same spool
     live.write(make_record(job_id="still-live"))
     assert live.current is not None
-    writer = FsspecWriter(url, spool_dir=spool)
+    writer = FsspecWriter(url, spool_dir=spool)  # its background uploader takes the leftover
+    deadline = time.monotonic() + 10
+    while leftover.exists():
+        assert time.monotonic() < deadline, "the leftover segment was not uploaded"
+        time.sleep(0.01)
     assert remote_names(url) == [leftover.name]
     assert not leftover.exists() and live.current.exists()
     writer.close()
