@@ -356,7 +356,9 @@ class LocalExecutor:
                 job.worker = name
                 job.attempts = max(job.attempts, part.attempt)
             self.metrics.observe_queue_wait(wait)
+            acquiring = time.monotonic()
             self._memory.acquire(job.info.limits.memory_mb)
+            acquire_s = time.monotonic() - acquiring
             try:
                 ex = self.backend.execute(part.payload, job.stop_on_failure)
             except Exception as exc:
@@ -368,6 +370,7 @@ class LocalExecutor:
                     self._busy -= 1
             elapsed = time.monotonic() - started
             self.metrics.observe_run(elapsed)
+            self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
             if ex.overhead_s is not None:
                 self.metrics.observe_sandbox_start(ex.overhead_s)
             if ex.verdict == "sandbox_error":

@@ -134,6 +134,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ex = executor if executor is not None else await asyncio.to_thread(LocalExecutor)
         ex.metrics.bind_records(ex.records)  # spool/upload counts when records go to S3
+        if ex.runner is not None:
+            ex.metrics.bind_compile_cache(ex.runner.compile_cache)
         svc = Service(ex, settings)
         app.state.service = svc
         app.state.dashboard = dash = Dashboard(ex)

@@ -86,6 +86,51 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec("assay_workers_busy", "gauge", "Workers running a job now (read at scrape time)."),
     MetricSpec("assay_workers", "gauge", "Workers in the pool."),
     MetricSpec(
+        "assay_sandbox_acquire_seconds",
+        "histogram",
+        "Time a started job waited for the executor's resources (its memory budget) before "
+        "its sandbox run began.",
+        buckets=_START_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_job_duration_seconds",
+        "histogram",
+        "Wall time of a job attempt from start to verdict, by language and verdict.",
+        ("language", "verdict"),
+        _RUN_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_timeouts_total",
+        "counter",
+        "Job attempts ended by a time limit (CPU time, or the wall-clock backstop).",
+        ("language",),
+    ),
+    MetricSpec(
+        "assay_memory_kills_total",
+        "counter",
+        "Job attempts ended by the memory limit (killed by the cgroup).",
+        ("language",),
+    ),
+    MetricSpec(
+        "assay_security_events_total",
+        "counter",
+        "Contained misbehaviour the supervisor saw: 'seccomp_kill' (a run killed by SIGSYS, a "
+        "forbidden system call ABI), 'output_flood' (output past its cap).",
+        ("kind",),
+    ),
+    MetricSpec(
+        "assay_compile_cache_hits_total",
+        "counter",
+        "Builds answered by the on-disk compile cache (read at scrape time; repeats answered "
+        "by the runner's in-memory cache in front of it are not counted).",
+    ),
+    MetricSpec(
+        "assay_compile_cache_misses_total",
+        "counter",
+        "Builds the on-disk compile cache did not have, so they were compiled (read at scrape "
+        "time).",
+    ),
+    MetricSpec(
         "assay_records_spooled",
         "gauge",
         "Execution records in the local spool, not yet uploaded to the object store "

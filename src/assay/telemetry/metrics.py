@@ -13,8 +13,9 @@ process never collide on the global one; pass ``prometheus_client.REGISTRY`` to 
 from __future__ import annotations
 
 import logging
+import signal
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -22,6 +23,9 @@ from prometheus_client.registry import Collector
 
 from ._remote import SpoolStats
 from ._specs import METRICS, SPECS, MetricSpec
+
+if TYPE_CHECKING:  # the executor imports telemetry, never the other way at run time
+    from ..executor.types import Execution
 
 __all__ = ["METRICS", "MetricSpec", "Metrics", "metric_names", "metrics_markdown"]
 
@@ -121,6 +125,66 @@ class _RecordGauges(Collector):
         return [spooled, uploaded, errors]
 
 
+class _CompileCacheCounters(Collector):
+    """Hits and misses of the runner's on-disk compile cache, which counts them itself."""
+
+    def __init__(self) -> None:
+        self.cache: Any = None
+
+    def describe(self) -> Iterable[Metric]:
+        return list(self._families())
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
+        return (
+            CounterMetricFamily(
+                "assay_compile_cache_hits", SPECS["assay_compile_cache_hits_total"].help
+            ),
+            CounterMetricFamily(
+                "assay_compile_cache_misses", SPECS["assay_compile_cache_misses_total"].help
+            ),
+        )
+
+    def collect(self) -> Iterable[Metric]:
+        hits, misses = self._families()
+        if self.cache is not None:
+            hits.add_metric([], float(getattr(self.cache, "hits", 0)))
+            misses.add_metric([], float(getattr(self.cache, "misses", 0)))
+        return [hits, misses]
+
+
+#: The security events :func:`security_events` can tell from a result.
+SECURITY_KINDS = ("seccomp_kill", "output_flood")
+
+
+def _statuses(ex: Execution) -> set[str]:
+    """Every status of an execution: its verdict, its run's status and its tests' verdicts."""
+    out = {ex.verdict}
+    if ex.result is not None:
+        out.add(ex.result.status)
+    if ex.judgement is not None:
+        out.update(t.verdict for t in ex.judgement.tests)
+    return out
+
+
+def security_events(ex: Execution) -> list[str]:
+    """Security-relevant events visible in an execution's results (see :data:`SECURITY_KINDS`).
+
+    A seccomp kill shows as SIGSYS on a plain run's result; judged tests carry no signal, so it
+    is only seen there when the run's result is kept. Processes left alive at teardown are not
+    reported by the sandbox's results at all, so they are not counted here.
+    """
+    events = []
+    if ex.result is not None and ex.result.signal == signal.SIGSYS:
+        events.append("seccomp_kill")
+    flooded = "output_limit" in _statuses(ex)
+    if ex.result is not None and (ex.result.stdout_truncated or ex.result.stderr_truncated):
+        flooded = True
+    if flooded:
+        events.append("output_flood")
+    return events
+
+
 _GAUGES = (
     "assay_queue_depth",
     "assay_queue_oldest_age_seconds",
@@ -152,6 +216,15 @@ class Metrics:
         self.registry.register(self._gauges)
         self._records = _RecordGauges()
         self.registry.register(self._records)
+        self._acquire = self._histogram("assay_sandbox_acquire_seconds")
+        self._duration = self._histogram("assay_job_duration_seconds")
+        self._timeouts = self._counter("assay_timeouts_total")
+        self._memory_kills = self._counter("assay_memory_kills_total")
+        self._security = self._counter("assay_security_events_total")
+        for kind in SECURITY_KINDS:  # present from the start, so increase() sees the first
+            self._security.labels(kind=kind)
+        self._compile_cache = _CompileCacheCounters()
+        self.registry.register(self._compile_cache)
 
     def _counter(self, name: str) -> Counter:
         spec = SPECS[name]
@@ -207,6 +280,26 @@ class Metrics:
         """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``."""
         self._gauges.busy = busy_fn
         self._gauges.total = total
+
+    def observe_execution(
+        self, language: str, ex: Execution, seconds: float, acquire_s: float | None = None
+    ) -> None:
+        """One attempt of a job ran: its duration by language and verdict, its limit kills and
+        the security events the supervisor can see in its results."""
+        self._duration.labels(language=language, verdict=ex.verdict).observe(max(0.0, seconds))
+        if acquire_s is not None:
+            self._acquire.observe(max(0.0, acquire_s))
+        statuses = _statuses(ex)
+        if "time_limit" in statuses:
+            self._timeouts.labels(language=language).inc()
+        if "memory_limit" in statuses:
+            self._memory_kills.labels(language=language).inc()
+        for kind in security_events(ex):
+            self._security.labels(kind=kind).inc()
+
+    def bind_compile_cache(self, cache: Any) -> None:
+        """Export the ``hits``/``misses`` counters of a compile cache at every scrape."""
+        self._compile_cache.cache = cache
 
     def bind_records(self, writer: Any) -> None:
         """Export spool and upload counts of ``writer`` if it has a ``stats()`` method (a
