@@ -173,14 +173,24 @@ def test_dashboard_renders_a_run_in_headless_chromium(
                 "[...document.querySelectorAll('#callers tbody tr')]"
                 ".find((r) => r.cells[0].textContent === 'trainer-a').click()"
             )
-            browser.pump(2.5)
+
+            def filtered() -> Any:
+                browser.pump(0.5)
+                return browser.evaluate(
+                    "(() => { const rows = [...document.querySelectorAll('#batches tbody tr')];"
+                    " return rows.length > 0 && rows.every((r) => r.cells.length > 1"
+                    " && r.cells[1].textContent === 'trainer-a'); })()"
+                )
+
+            wait_for(filtered, "the batches of trainer-a alone are listed", timeout=60)
             browser.evaluate("document.querySelector('#batches tbody tr').click()")
 
             def jobs() -> Any:
                 browser.pump(0.5)
-                return browser.evaluate("document.querySelectorAll('#jobs tbody tr').length")
+                n = browser.evaluate("document.querySelectorAll('#jobs tbody tr').length")
+                return n == 5
 
-            assert wait_for(jobs, "the batch's jobs are listed") == 5
+            wait_for(jobs, "the batch's 5 jobs are listed", timeout=60)
             browser.pump(1.0)
             shot = ARTIFACTS / "dashboard.png"
             browser.screenshot(shot)

@@ -28,6 +28,7 @@ def serve(
     settings: Settings | None = None,
     log_level: str = "info",
     records: str | None = None,
+    log_format: str = "json",
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes."""
@@ -49,6 +50,9 @@ def serve(
         slots = int(workers)
         if slots < 1:
             raise ValueError("workers must be 'auto' or a positive integer")
+    from ..telemetry.logs import configure_logging
+
+    configure_logging(log_level, "text" if log_format == "text" else "json")
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
     executor = LocalExecutor(runner, slots=slots, records=records)
@@ -60,6 +64,7 @@ def serve(
             port=port,
             workers=1,
             log_level=log_level,
+            log_config=None,  # uvicorn's records go through the handler configured above
             timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
             server_header=False,
         )
@@ -92,6 +97,12 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    log_level: Annotated[
+        str, typer.Option(help="debug, info, warning or error (debug adds a line per job).")
+    ] = "info",
+    log_format: Annotated[
+        str, typer.Option(help="'json' (one object per line, with job and batch ids) or 'text'.")
+    ] = "json",
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -109,4 +120,16 @@ def serve_command(
     """
     if workers != "auto" and not workers.isdigit():
         raise typer.BadParameter("'auto' or a positive integer", param_hint="--workers")
-    serve(host, port, workers if workers == "auto" else int(workers), insecure, records=records)
+    if log_format not in ("json", "text"):
+        raise typer.BadParameter("'json' or 'text'", param_hint="--log-format")
+    if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
+        raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
+    serve(
+        host,
+        port,
+        workers if workers == "auto" else int(workers),
+        insecure,
+        records=records,
+        log_level=log_level.lower(),
+        log_format=log_format,
+    )
