@@ -55,6 +55,15 @@ _register_serve()
 app.add_typer(__import__("assay.testgen.cli", fromlist=["tests_app"]).tests_app, name="tests")
 
 
+def _register_top() -> None:
+    from .telemetry.top import top_command
+
+    app.command("top")(top_command)
+
+
+_register_top()
+
+
 def _insecure_banner() -> None:
     err_console.print(
         "[bold white on red] INSECURE [/] mandatory isolation controls are missing on this host; "
