@@ -14,6 +14,7 @@ from . import languages
 from .errors import ValidationError
 from .languages.cache import CompileCache
 from .sandbox import RunRequest, Sandbox, SandboxConfig
+from .telemetry import tracing
 from .types import ExecResult, Limits
 
 _CACHE_ENTRIES = 64
@@ -63,7 +64,8 @@ class Runner:
         request = self.request(code, language, stdin, limits, files, args, collect)
         if isinstance(request, ExecResult):
             return request
-        return self.sandbox.execute(request)
+        with tracing.span("assay.run", {"assay.language": language}):
+            return self.sandbox.execute(request)
 
     def request(
         self,
@@ -136,11 +138,12 @@ class Runner:
             if stored is not None:
                 self._remember(key, stored)
                 return stored
-            result = self.sandbox.execute(
-                RunRequest(
-                    "exec", build.argv, build.files, b"", build.limits, collect=[build.artifact]
+            with tracing.span("assay.compile", {"assay.language": lang.name}):
+                result = self.sandbox.execute(
+                    RunRequest(
+                        "exec", build.argv, build.files, b"", build.limits, collect=[build.artifact]
+                    )
                 )
-            )
             artifact = result.files.get(build.artifact)
             if result.status == "sandbox_error":
                 return result
