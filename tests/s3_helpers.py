@@ -18,6 +18,7 @@ import os
 import socket
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -101,9 +102,11 @@ class S3Server:
             aws_access_key_id="bootstrap",
             aws_secret_access_key="bootstrap",
         )
-        iam.create_user(UserName="assay-records")
-        iam.put_user_policy(UserName="assay-records", PolicyName="s3", PolicyDocument=_ALLOW_S3)
-        key = iam.create_access_key(UserName="assay-records")["AccessKey"]
+        # moto's backends are per process, shared by every server a test session starts.
+        user = f"assay-records-{uuid.uuid4().hex[:8]}"
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=_ALLOW_S3)
+        key = iam.create_access_key(UserName=user)["AccessKey"]
         self.key_id, self.secret = key["AccessKeyId"], key["SecretAccessKey"]
         self.require_auth(True)
 

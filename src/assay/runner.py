@@ -14,6 +14,7 @@ from . import defaults, languages
 from .errors import ValidationError
 from .languages.cache import CompileCache
 from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
+from .telemetry import tracing
 from .types import ExecResult, Limits
 
 __all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
@@ -64,7 +65,8 @@ class Runner:
         request = self.request(code, language, stdin, limits, files, args, collect)
         if isinstance(request, ExecResult):
             return request
-        return self.execute(request)
+        with tracing.span("assay.run", {"assay.language": language}):
+            return self.execute(request)
 
     def execute(self, request: RunRequest) -> ExecResult:
         """Run a prepared sandbox request as it is (the judge's trusted scripts, a checker,
@@ -172,7 +174,7 @@ class Runner:
             gate = self._building.setdefault(key, threading.Lock())
         try:
             with gate:  # concurrent identical sources: one compiles, the others wait for it
-                return self._build_once(key, build)
+                return self._build_once(key, build, lang.name)
         finally:
             # Whatever the outcome (an artefact, compile_error, sandbox_error), the gate is
             # done with: failures are not cached, so keeping it would only grow the dict.
@@ -180,7 +182,7 @@ class Runner:
                 if self._building.get(key) is gate:
                     del self._building[key]
 
-    def _build_once(self, key: str, build: languages.Build) -> bytes | ExecResult:
+    def _build_once(self, key: str, build: languages.Build, language: str) -> bytes | ExecResult:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -189,9 +191,12 @@ class Runner:
         if stored is not None:
             self._remember(key, stored)
             return stored
-        result = self.execute(
-            RunRequest("exec", build.argv, build.files, b"", build.limits, collect=[build.artifact])
-        )
+        with tracing.span("assay.compile", {"assay.language": language}):
+            result = self.execute(
+                RunRequest(
+                    "exec", build.argv, build.files, b"", build.limits, collect=[build.artifact]
+                )
+            )
         artifact = result.files.get(build.artifact)
         if result.status == "sandbox_error":
             return result

@@ -161,6 +161,7 @@ def run_jobs(service: str, n: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # real browser/servers on a shared, loaded machine
 def test_prometheus_fires_records_not_uploading_when_s3_goes_down(
     s3: S3Server, service: str, prometheus: str
 ) -> None:

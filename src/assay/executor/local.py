@@ -32,7 +32,7 @@ from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
-from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer
+from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer, tracing
 from . import _records
 from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget
@@ -160,6 +160,7 @@ class LocalExecutor:
         handle = BatchHandle(self._new_id(), len(jobs), self._cancel)
         if on_result is not None:
             handle.add_callback(on_result)
+        tracing.start_batch(handle, caller, priority)
         if not jobs:
             return handle  # already done: nothing to queue, wait for or record
         deadline_at = None if deadline_s is None else now + deadline_s
@@ -301,7 +302,9 @@ class LocalExecutor:
                     job.started_at = time.time()
                 job.worker = name
                 job.attempts = max(job.attempts, part.attempt)
+                batch_id = job.subs[0].handle.id if job.subs else ""
             self.metrics.observe_queue_wait(wait)
+            span = tracing.start_job(job.id, batch_id, job.info.language, part.attempt, wait)
             acquiring = time.monotonic()
             self._memory.acquire(job.info.limits.memory_mb)
             acquire_s = time.monotonic() - acquiring
@@ -314,6 +317,7 @@ class LocalExecutor:
                 self._memory.release(job.info.limits.memory_mb)
                 with self._lock:
                     self._busy -= 1
+            tracing.end_job(span, ex.verdict, ex.reason)
             elapsed = time.monotonic() - started
             self.metrics.observe_run(elapsed)
             self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)

@@ -52,8 +52,10 @@ def serve(
         if slots < 1:
             raise ValidationError("workers", "must be 'auto' or a positive integer")
     from ..telemetry.logs import configure_logging
+    from ..telemetry.tracing import configure_from_env
 
     configure_logging(log_level, "text" if log_format == "text" else "json")
+    configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
     executor = LocalExecutor(runner, slots=slots, records=records)
