@@ -44,7 +44,9 @@ V1_CONTROLLERS = ("memory", "pids", "cpuacct")
 #: processes or sessions it makes (without it, each ``setsid()`` is an autogroup of its own).
 V1_OPTIONAL = ("cpu",)
 #: Every run's CPU weight: equal for all runs (the kernel's defaults, written explicitly so
-#: that a parent's different default cannot leak in).
+#: that a parent's different default cannot leak in). The parent groups (``assay`` and the
+#: supervisor's session under it) get the weight of one run per CPU: together, the runs weigh
+#: against the host's other work as much as one busy process per CPU would.
 V1_CPU_SHARES = 1024
 V2_CPU_WEIGHT = 100
 
@@ -225,6 +227,10 @@ class CgroupV1:
         self.cpu_weights = "cpu" in mounts
         for parent in _unique(self.parents.values()):
             os.makedirs(os.path.join(parent, self.session), exist_ok=True)
+        if self.cpu_weights:
+            for d in (self.parents["cpu"], os.path.join(self.parents["cpu"], self.session)):
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(d, "cpu.shares"), str(V1_CPU_SHARES * _ncpu()))
         self._memsw = os.path.exists(
             os.path.join(self.parents["memory"], "memory.memsw.limit_in_bytes")
         )
@@ -390,6 +396,9 @@ class CgroupV2:
         self._enable(self.session_dir)
         #: Runs always get a CPU weight of their own here (``cpu`` is a required controller).
         self.cpu_weights = True
+        for d in (parent, self.session_dir):
+            with contextlib.suppress(OSError):
+                _write(os.path.join(d, "cpu.weight"), str(min(10000, V2_CPU_WEIGHT * _ncpu())))
 
     def _enable(self, path: str) -> None:
         available = set(_read(os.path.join(path, "cgroup.controllers")).split())
@@ -445,6 +454,10 @@ class CgroupV2:
 
     def close(self) -> None:
         _rmdir_tree(self.session_dir)
+
+
+def _ncpu() -> int:
+    return len(os.sched_getaffinity(0))
 
 
 def _unique(paths: Iterable[str]) -> list[str]:
