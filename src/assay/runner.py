@@ -123,6 +123,17 @@ class Runner:
             artifact = built
         program = lang.program(source, artifact)
         limits = limits or Limits()
+        own = files_disk_bytes(program.files)
+        if artifact is None and own > limits.disk_mb << 20:
+            # The program's own source does not fit its disk: the program's doing (a
+            # verdict), not the caller's (the sandbox refuses the caller's oversized files).
+            return ExecResult(
+                status="runtime_error",
+                stderr=(
+                    f"assay: the program ({own / (1 << 20):.1f} MiB) does not fit the run's "
+                    f"disk (disk_mb={limits.disk_mb})\n"
+                ).encode(),
+            )
         req = languages.request(program, data, limits, extra)
         need = files_disk_bytes(req.files)
         if artifact is not None and need > limits.disk_mb << 20:
@@ -191,6 +202,15 @@ class Runner:
         if stored is not None:
             self._remember(key, stored)
             return stored
+        size = files_disk_bytes(build.files)
+        if size > build.limits.disk_mb << 20:
+            return ExecResult(
+                status="compile_error",
+                stderr=(
+                    f"assay: the source ({size / (1 << 20):.1f} MiB) does not fit the build's "
+                    f"disk (disk_mb={build.limits.disk_mb})\n"
+                ).encode(),
+            )
         with tracing.span("assay.compile", {"assay.language": language}):
             result = self.execute(
                 RunRequest(

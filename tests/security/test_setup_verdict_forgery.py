@@ -53,3 +53,14 @@ def test_input_files_larger_than_disk_are_refused_naming_the_field(runner) -> No
     )
     with pytest.raises(ValidationError, match="files"):
         runner.sandbox.execute(req)
+
+
+def test_program_larger_than_its_disk_is_a_verdict_not_sandbox_error(runner) -> None:  # type: ignore[no-untyped-def]
+    huge = "x = 1\n" + "#" * (3 << 20) + "\n"
+    result = runner.run(huge, limits=Limits(disk_mb=2))
+    assert result.status == "runtime_error", (result.status, result.stderr[-300:])
+    assert b"does not fit the run's disk (disk_mb=2)" in result.stderr
+    c_source = "int main(void) { return 0; }\n/*" + "#" * (300 << 20) + "*/\n"
+    built = runner.run(c_source, "c")
+    assert built.status == "compile_error", (built.status, built.stderr[-300:])
+    assert b"does not fit the build's disk" in built.stderr
