@@ -143,8 +143,8 @@ def mask_proc() -> None:
     for name in MASKED_PROC_FILES:
         path = "/proc/" + name
         if os.path.exists(path):
+            # /dev/null itself: reads are empty, writes vanish (no read-only remount needed).
             linux.mount("/dev/null", path, None, linux.MS_BIND)
-            linux.mount(None, path, None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY)
     for name in MASKED_PROC_DIRS:
         path = "/proc/" + name
         if os.path.isdir(path):
