@@ -82,6 +82,9 @@ class ExecResult:
     cpu_s: float = 0.0
     wall_s: float = 0.0
     peak_memory_bytes: int = 0
+    #: Processes of the run still alive when its program exited (killed at teardown): a
+    #: daemon or a detached child left behind on purpose.
+    leftover_processes: int = 0
     # Not part of the JSON shape: files collected from the work dir on request.
     files: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 

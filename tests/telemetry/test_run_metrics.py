@@ -92,3 +92,14 @@ def test_compile_cache_counters_are_exported_at_scrape() -> None:
     got = samples(metrics)
     assert got[("assay_compile_cache_hits_total", ())] == 3
     assert got[("assay_compile_cache_misses_total", ())] == 2
+
+
+def test_processes_left_at_teardown_are_a_security_event(runner) -> None:  # type: ignore[no-untyped-def]
+    code = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nprint('bye')\n"
+    )
+    result = runner.run(code)
+    assert result.status == "ok" and result.leftover_processes == 1, result
+    assert security_events(Execution("ok", None, result=result)) == ["leftover_processes"]
+    clean = runner.run("print(1)")
+    assert clean.leftover_processes == 0

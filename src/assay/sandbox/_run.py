@@ -374,6 +374,7 @@ class Supervision:
             cpu_s=cpu,
             wall_s=wall,
             peak_memory_bytes=peak,
+            leftover_processes=int(rec.get("left", 0)),
             files=self.collected,
         )
 

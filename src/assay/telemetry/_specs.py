@@ -115,7 +115,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "assay_security_events_total",
         "counter",
         "Contained misbehaviour the supervisor saw: 'seccomp_kill' (a run killed by SIGSYS, a "
-        "forbidden system call ABI), 'output_flood' (output past its cap).",
+        "forbidden system call ABI), 'output_flood' (output past its cap), "
+        "'leftover_processes' (processes still alive when the program exited, killed at "
+        "teardown).",
         ("kind",),
     ),
     MetricSpec(

@@ -154,7 +154,7 @@ class _CompileCacheCounters(Collector):
 
 
 #: The security events :func:`security_events` can tell from a result.
-SECURITY_KINDS = ("seccomp_kill", "output_flood")
+SECURITY_KINDS = ("seccomp_kill", "output_flood", "leftover_processes")
 
 
 def _statuses(ex: Execution) -> set[str]:
@@ -171,8 +171,8 @@ def security_events(ex: Execution) -> list[str]:
     """Security-relevant events visible in an execution's results (see :data:`SECURITY_KINDS`).
 
     A seccomp kill shows as SIGSYS on a plain run's result; judged tests carry no signal, so it
-    is only seen there when the run's result is kept. Processes left alive at teardown are not
-    reported by the sandbox's results at all, so they are not counted here.
+    is only seen there when the run's result is kept. Processes left alive when the program
+    exited (killed at teardown) are reported by the sandbox on a plain run's result.
     """
     events = []
     if ex.result is not None and ex.result.signal == signal.SIGSYS:
@@ -182,6 +182,8 @@ def security_events(ex: Execution) -> list[str]:
         flooded = True
     if flooded:
         events.append("output_flood")
+    if ex.result is not None and ex.result.leftover_processes > 0:
+        events.append("leftover_processes")
     return events
 
 

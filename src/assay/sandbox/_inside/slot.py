@@ -234,14 +234,14 @@ class Slot:
         os.close(pidfd)
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)  # whatever the program left behind
-        self._reap_all()
+        left = self._reap_all()
         cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
         rss = usage.ru_maxrss * 1024 if usage else 0
         if os.WIFSIGNALED(st):
             how = f'"signal":{os.WTERMSIG(st)}'
         else:
             how = f'"exit_code":{os.WEXITSTATUS(st)}'
-        record = f'{{"kind":"exit","cpu_s":{cpu:.6f},"maxrss_bytes":{rss},{how}}}'
+        record = f'{{"kind":"exit","cpu_s":{cpu:.6f},"maxrss_bytes":{rss},"left":{left},{how}}}'
         try:
             if _pending_bytes(collect_r):
                 self._collect(collect_r, record)  # in a child: names stay out of this heap
@@ -302,12 +302,15 @@ class Slot:
             os._exit(0)
         os.waitpid(pid, 0)
 
-    def _reap_all(self) -> None:
+    def _reap_all(self) -> int:
+        """Reap every process left in the namespace; returns how many there were."""
+        n = 0
         while True:
             try:
                 os.waitpid(-1, 0)
             except ChildProcessError:
-                return
+                return n
+            n += 1
 
     def _wait_program(self, child: int, pidfd: int) -> tuple[int, Any]:
         """Wait for the program process, reaping orphans as an init must, obeying orders."""
