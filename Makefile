@@ -11,6 +11,10 @@ APT_PACKAGES := python3 python3-venv python3-numpy python3-pytest gcc g++ libsec
 # is reported, and that language's tests skip themselves with a message naming the toolchain.
 APT_LANGUAGES := libboost-dev libssl-dev openjdk-17-jdk-headless nodejs golang-go \
 	golang-github-stretchr-testify-dev rustc cargo librust-rand-dev librust-regex-dev librust-md5-dev
+# Real servers of the observability tests (issue 19): Prometheus and promtool for the alert
+# rules, Chromium for the dashboard page. Best effort: without them those tests skip, naming
+# the package.
+APT_OBSERVABILITY := prometheus chromium
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
@@ -24,14 +28,14 @@ $(APT_STAMP): Makefile
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@missing=""; for p in $(APT_LANGUAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing language toolchains:$$missing"; \
+	  echo "installing toolchains and test servers:$$missing"; \
 	  apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || \
 	  for p in $$missing; do \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p || \
-	      echo "WARNING: could not install $$p; tests of its language will be skipped"; \
+	      echo "WARNING: could not install $$p; the tests that need it will be skipped"; \
 	  done; \
 	fi
 	@touch $@

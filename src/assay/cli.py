@@ -52,6 +52,16 @@ def _register_serve() -> None:
 
 
 _register_serve()
+app.add_typer(__import__("assay.testgen.cli", fromlist=["tests_app"]).tests_app, name="tests")
+
+
+def _register_top() -> None:
+    from .telemetry.top import top_command
+
+    app.command("top")(top_command)
+
+
+_register_top()
 
 
 def _insecure_banner() -> None:

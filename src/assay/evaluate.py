@@ -24,7 +24,7 @@ from .runner import Runner
 #: row's ``judged`` field).
 NOT_JUDGED = "not judged:"
 
-PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e")
+PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e", "assay")
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,11 @@ class Runner:
         return magic if isinstance(magic, str) else None
 
     @property
+    def python(self) -> str:
+        """The sandbox's Python interpreter (for a run that needs a fresh one)."""
+        return self.sandbox.config.python
+
+    @property
     def insecure(self) -> bool:
         """True when the sandbox runs without some mandatory isolation control (opted out)."""
         return self.sandbox.insecure

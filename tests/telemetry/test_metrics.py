@@ -139,3 +139,10 @@ def test_markdown_table_lists_every_metric() -> None:
     for name, kind, _ in metric_names():
         assert f"| `{name}` | {kind} |" in table
     assert "`language`, `verdict`" in table
+
+
+def test_readme_lists_every_metric_as_generated() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert metrics_markdown() in readme  # regenerate the README table from METRICS if not

@@ -329,10 +329,15 @@ def test_fsspec_writer_to_memory_uploads_closed_segments(
     tmp_path: Path, memory_url: str, make_record: MakeRecord
 ) -> None:
     spool = tmp_path / "spool"
-    writer = FsspecWriter(memory_url, spool_dir=spool, rotate_bytes=3000)
+    writer = FsspecWriter(memory_url, spool_dir=spool, rotate_bytes=3000, upload_interval_s=60)
     records = [make_record() for _ in range(20)]
     for rec in records[:10]:
         writer.write(rec)
+    deadline = time.monotonic() + 10
+    while not fsspec.filesystem("memory").exists(memory_url[len("memory://") :]):
+        assert time.monotonic() < deadline, "rotation did not wake the uploader"
+        time.sleep(0.01)
+    writer.upload_pending()  # whatever the uploader had not taken yet
     uploaded_during_writes = remote_names(memory_url)
     assert uploaded_during_writes  # rotation uploaded without waiting for flush
     assert all(NAME_RE.match(n) for n in uploaded_during_writes)
@@ -359,7 +364,11 @@ def test_fsspec_writer_recovers_leftovers_but_not_live_segments(
     live = JsonlWriter(spool)  # another process still writing into the same spool
     live.write(make_record(job_id="still-live"))
     assert live.current is not None
-    writer = FsspecWriter(url, spool_dir=spool)
+    writer = FsspecWriter(url, spool_dir=spool)  # its background uploader takes the leftover
+    deadline = time.monotonic() + 10
+    while leftover.exists():
+        assert time.monotonic() < deadline, "the leftover segment was not uploaded"
+        time.sleep(0.01)
     assert remote_names(url) == [leftover.name]
     assert not leftover.exists() and live.current.exists()
     writer.close()
@@ -391,7 +400,8 @@ def test_failed_upload_keeps_the_segment_for_the_next_attempt(
 
     with monkeypatch.context() as patch:
         patch.setattr(Store, "put_file", failing_put)
-        writer = FsspecWriter(memory_url, spool_dir=spool, rotate_bytes=10)  # does not raise
+        # Without the background uploader, uploads happen in the writing thread.
+        writer = FsspecWriter(memory_url, spool_dir=spool, rotate_bytes=10, upload_interval_s=None)
         writer.write({"job_id": "a"})  # rotation tries to upload, fails, logs; write succeeds
         assert len(segments(spool)) == 2 and remote_names(memory_url) == []
         with pytest.raises(ConnectionError):

@@ -104,6 +104,23 @@ def build(
     }
 
 
+def log_fields(batch_id: str, caller: str, result: JobResult) -> dict[str, Any]:
+    """The ``extra`` of the executor's per-job log line: ids and outcome, never code or output."""
+    return {
+        "event": "job_done",
+        "job_id": result.job_id,
+        "batch_id": batch_id,
+        "caller": caller,
+        "outcome": result.outcome,
+        "verdict": result.verdict,
+        "attempts": result.attempts,
+        "cache_hit": result.cache_hit,
+        "queue_wait_s": round(result.queue_wait_s, 6),
+        "run_s": round(result.run_s, 6),
+        "worker": result.worker,
+    }
+
+
 def _sha(code: bytes) -> str:
     import hashlib
 

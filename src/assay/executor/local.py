@@ -302,7 +302,9 @@ class LocalExecutor:
                 job.worker = name
                 job.attempts = max(job.attempts, part.attempt)
             self.metrics.observe_queue_wait(wait)
+            acquiring = time.monotonic()
             self._memory.acquire(job.info.limits.memory_mb)
+            acquire_s = time.monotonic() - acquiring
             try:
                 ex = self.backend.execute(part.payload, job.stop_on_failure)
             except Exception as exc:
@@ -314,6 +316,7 @@ class LocalExecutor:
                     self._busy -= 1
             elapsed = time.monotonic() - started
             self.metrics.observe_run(elapsed)
+            self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
             if ex.overhead_s is not None:
                 self.metrics.observe_sandbox_start(ex.overhead_s)
             if ex.verdict == "sandbox_error":
@@ -407,6 +410,7 @@ class LocalExecutor:
         if sub.handle._deliver(result):
             self._record(sub, info, result, started_at)
             self.metrics.completed(info.language, ex.verdict)
+            log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
             self._forget_if_done(sub.handle)
 
     def _forget_if_done(self, handle: BatchHandle) -> None:

@@ -10,6 +10,7 @@ from ..runner import Runner
 from . import (
     acecoder,
     apps,
+    assay_suite,
     codecontests,
     evalplus,
     humaneval,
@@ -37,11 +38,12 @@ FORMATS = (
     "kodcode",
     "livecodebench",
     "kattis",
+    "assay",
 )
 
 #: Formats whose records carry their own time limits; for the others ``assay eval`` derives
 #: a limit from the reference (:func:`assay.judge.limits.derive_time_limit`) by default.
-GIVEN_LIMITS = frozenset({"codecontests", "kattis"})
+GIVEN_LIMITS = frozenset({"codecontests", "kattis", "assay"})
 
 
 def load(
@@ -59,6 +61,8 @@ def load(
     if fmt == "kattis":
         return kattis.load(path)
     records = read_records(path)
+    if fmt == "assay":
+        return assay_suite.load(records)
     if fmt == "humaneval":
         return humaneval.load(records)
     if fmt == "codecontests":

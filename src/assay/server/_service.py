@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -62,8 +63,11 @@ class Service:
             "stop_on_failure": stop_on_failure,
         }
         if len(jobs) > _INLINE_SUBMIT:
-            return await asyncio.to_thread(lambda: self.executor.submit(jobs, **kw))  # type: ignore[arg-type]
-        return self.executor.submit(jobs, **kw)  # type: ignore[arg-type]
+            handle = await asyncio.to_thread(lambda: self.executor.submit(jobs, **kw))  # type: ignore[arg-type]
+        else:
+            handle = self.executor.submit(jobs, **kw)  # type: ignore[arg-type]
+        _log_batch(handle, caller, priority)
+        return handle
 
     async def run_one(self, job: Job, *, caller: str) -> JobResult:
         """Queue one job and wait for its result (a plain run from /run_code or /v1/run)."""
@@ -106,6 +110,37 @@ class Service:
         for h in pending:
             n = h.cancel()
             log.warning("shutdown: batch %s cancelled with %d unfinished jobs", h.id, n)
+
+
+def _log_batch(handle: BatchHandle, caller: str, priority: str) -> None:
+    """One log line when a batch is queued and one when its last result is in (ids, counts,
+    verdicts and duration; never code or output)."""
+    extra = {"batch_id": handle.id, "caller": caller}
+    log.info(
+        "batch queued",
+        extra={**extra, "event": "batch_queued", "jobs": handle.size, "priority": priority},
+    )
+    started = time.monotonic()
+    verdicts: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+
+    def seen(result: JobResult) -> None:
+        with lock:
+            verdicts[result.verdict or f"({result.outcome})"] += 1
+            if sum(verdicts.values()) != handle.size:
+                return
+        log.info(
+            "batch done",
+            extra={
+                **extra,
+                "event": "batch_done",
+                "jobs": handle.size,
+                "verdicts": dict(verdicts),
+                "duration_s": round(time.monotonic() - started, 4),
+            },
+        )
+
+    handle.add_callback(seen)
 
 
 async def stream(handle: BatchHandle) -> AsyncIterator[JobResult]:

@@ -26,8 +26,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..errors import Overloaded, ValidationError
 from ..executor import LocalExecutor
-from . import native, reward, sandboxfusion
+from . import dashboard, native, reward, sandboxfusion
 from ._service import Service
+from .dashboard import Dashboard
 from .models import ErrorResponse
 from .settings import Settings
 
@@ -132,11 +133,17 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ex = executor if executor is not None else await asyncio.to_thread(LocalExecutor)
+        ex.metrics.bind_records(ex.records)  # spool/upload counts when records go to S3
+        if ex.runner is not None:
+            ex.metrics.bind_compile_cache(ex.runner.compile_cache)
         svc = Service(ex, settings)
         app.state.service = svc
+        app.state.dashboard = dash = Dashboard(ex)
+        sampler = asyncio.create_task(dash.run())
         try:
             yield
         finally:
+            sampler.cancel()
             await svc.drain()
             if executor is None:
                 await asyncio.to_thread(ex.close)
@@ -203,4 +210,5 @@ def create_app(
     app.include_router(sandboxfusion.router)
     app.include_router(native.router)
     app.include_router(reward.router)
+    app.include_router(dashboard.router)
     return app

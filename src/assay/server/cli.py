@@ -27,6 +27,8 @@ def serve(
     *,
     settings: Settings | None = None,
     log_level: str = "info",
+    records: str | None = None,
+    log_format: str = "json",
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes."""
@@ -49,9 +51,12 @@ def serve(
         slots = int(workers)
         if slots < 1:
             raise ValidationError("workers", "must be 'auto' or a positive integer")
+    from ..telemetry.logs import configure_logging
+
+    configure_logging(log_level, "text" if log_format == "text" else "json")
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
-    executor = LocalExecutor(runner, slots=slots)
+    executor = LocalExecutor(runner, slots=slots, records=records)
     try:
         app = create_app(executor, settings=settings)
         config = uvicorn.Config(
@@ -60,6 +65,7 @@ def serve(
             port=port,
             workers=1,
             log_level=log_level,
+            log_config=None,  # uvicorn's records go through the handler configured above
             timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
             server_header=False,
         )
@@ -82,6 +88,22 @@ def serve_command(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
+    records: Annotated[
+        str | None,
+        typer.Option(
+            help="Where execution records go: a directory, an fsspec URL such as "
+            "s3://bucket/prefix (spooled locally, uploaded in the background; credentials from "
+            "AWS_* variables), or 'off'. Default: $ASSAY_RECORDS, else "
+            "~/.local/share/assay/records.",
+            show_default=False,
+        ),
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option(help="debug, info, warning or error (debug adds a line per job).")
+    ] = "info",
+    log_format: Annotated[
+        str, typer.Option(help="'json' (one object per line, with job and batch ids) or 'text'.")
+    ] = "json",
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -92,9 +114,23 @@ def serve_command(
 
         assay serve --host 0.0.0.0 --port 8080 --workers 16
 
+        assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
+
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
     """
     if workers != "auto" and not workers.isdigit():
         raise typer.BadParameter("'auto' or a positive integer", param_hint="--workers")
-    serve(host, port, workers if workers == "auto" else int(workers), insecure)
+    if log_format not in ("json", "text"):
+        raise typer.BadParameter("'json' or 'text'", param_hint="--log-format")
+    if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
+        raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
+    serve(
+        host,
+        port,
+        workers if workers == "auto" else int(workers),
+        insecure,
+        records=records,
+        log_level=log_level.lower(),
+        log_format=log_format,
+    )

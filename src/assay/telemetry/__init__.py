@@ -6,6 +6,7 @@ and carry no per-job labels. The ``assay records`` commands live in :mod:`assay.
 (not imported here, so library users do not pay for the CLI).
 """
 
+from ._remote import SpoolStats
 from .compact import compact, query
 from .metrics import METRICS, Metrics, MetricSpec, metric_names, metrics_markdown
 from .records import (
@@ -38,6 +39,7 @@ __all__ = [
     "RecordLimits",
     "RecordTest",
     "RecordWriter",
+    "SpoolStats",
     "compact",
     "iter_records",
     "metric_names",

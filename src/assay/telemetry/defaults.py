@@ -27,6 +27,14 @@ ROTATE_BYTES = 64 * 1024 * 1024
 #: segment is uploaded whole.
 SPOOL_DIR = Path("~/.cache/assay/spool")
 
+#: A remote writer's background uploader closes the open spool segment and uploads every closed
+#: one this often, so records reach the object store within seconds even when traffic is too
+#: light to fill a segment, at the cost of many small objects (compaction merges them).
+UPLOAD_INTERVAL_S = 10.0
+#: After a failed upload the uploader waits twice as long each time, up to this, so an endpoint
+#: that is down is not hammered while records pile up safely in the spool.
+UPLOAD_MAX_BACKOFF_S = 60.0
+
 #: An empty segment nobody holds a lock on is removed once it is this old. A writer creates its
 #: file and locks it a moment later; the grace period keeps that moment from looking abandoned.
 EMPTY_SEGMENT_GRACE_S = 60.0

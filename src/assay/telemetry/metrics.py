@@ -13,93 +13,23 @@ process never collide on the global one; pass ``prometheus_client.REGISTRY`` to 
 from __future__ import annotations
 
 import logging
+import signal
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from ._remote import SpoolStats
+from ._specs import METRICS, SPECS, MetricSpec
+
+if TYPE_CHECKING:  # the executor imports telemetry, never the other way at run time
+    from ..executor.types import Execution
 
 __all__ = ["METRICS", "MetricSpec", "Metrics", "metric_names", "metrics_markdown"]
 
 log = logging.getLogger(__name__)
-
-#: Seconds a job may wait: from "picked at once" to "queued behind a long batch".
-_QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
-#: Seconds a job runs: programs are judged within seconds, whole test suites within minutes.
-_RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
-#: Seconds to get a sandbox: a warm fork takes 1-2 ms, a cold start tens of milliseconds.
-_START_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """One exported metric: exposition name, Prometheus type, help text, labels, buckets."""
-
-    name: str
-    kind: Literal["counter", "histogram", "gauge"]
-    help: str
-    labels: tuple[str, ...] = ()
-    buckets: tuple[float, ...] = ()
-
-
-#: Every metric an executor exports; the README table is generated from this.
-METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec(
-        "assay_jobs_submitted_total", "counter", "Jobs accepted into the queue.", ("language",)
-    ),
-    MetricSpec(
-        "assay_jobs_completed_total",
-        "counter",
-        "Jobs finished, by verdict; 'deadline' and 'cancelled' for jobs that never ran.",
-        ("language", "verdict"),
-    ),
-    MetricSpec(
-        "assay_jobs_rejected_total",
-        "counter",
-        "Jobs refused by admission control because the queue was full.",
-    ),
-    MetricSpec(
-        "assay_queue_wait_seconds",
-        "histogram",
-        "Time from submission until a worker started the job.",
-        buckets=_QUEUE_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_job_run_seconds",
-        "histogram",
-        "Wall time of a job from start to verdict (compile and all tests).",
-        buckets=_RUN_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_sandbox_start_seconds",
-        "histogram",
-        "Time a job spent in the sandbox layer beyond its programs' own run time (fork, set-up, teardown).",
-        buckets=_START_BUCKETS,
-    ),
-    MetricSpec(
-        "assay_cache_hits_total", "counter", "Jobs answered from the result cache without a run."
-    ),
-    MetricSpec("assay_cache_misses_total", "counter", "Jobs looked up in the cache and run."),
-    MetricSpec(
-        "assay_retries_total", "counter", "Job attempts retried after an infrastructure fault."
-    ),
-    MetricSpec(
-        "assay_sandbox_errors_total",
-        "counter",
-        "Infrastructure failures (sandbox_error): our fault, never the program's.",
-    ),
-    MetricSpec("assay_queue_depth", "gauge", "Jobs waiting in the queue (read at scrape time)."),
-    MetricSpec(
-        "assay_queue_oldest_age_seconds",
-        "gauge",
-        "Age of the oldest waiting job, 0 when the queue is empty (read at scrape time).",
-    ),
-    MetricSpec("assay_workers_busy", "gauge", "Workers running a job now (read at scrape time)."),
-    MetricSpec("assay_workers", "gauge", "Workers in the pool."),
-)
-_SPECS = {spec.name: spec for spec in METRICS}
 
 
 def metric_names() -> list[tuple[str, str, str]]:
@@ -155,6 +85,106 @@ class _ScrapeGauges(Collector):
         return [depth, age, busy, total]
 
 
+class _RecordGauges(Collector):
+    """Spool and upload counts of a remote records writer, read from its ``stats()`` at scrape.
+
+    The writer keeps its own counts (it exists before any registry and may outlive one), so
+    nothing couples the upload thread to Prometheus. Writers without ``stats()`` (local
+    directories, memory, off) export nothing here.
+    """
+
+    def __init__(self) -> None:
+        self.stats: Callable[[], SpoolStats] | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return list(self._families())
+
+    def _families(self) -> tuple[GaugeMetricFamily, CounterMetricFamily, CounterMetricFamily]:
+        return (
+            GaugeMetricFamily("assay_records_spooled", SPECS["assay_records_spooled"].help),
+            CounterMetricFamily(
+                "assay_records_uploaded", SPECS["assay_records_uploaded_total"].help
+            ),
+            CounterMetricFamily(
+                "assay_records_upload_errors", SPECS["assay_records_upload_errors_total"].help
+            ),
+        )
+
+    def collect(self) -> Iterable[Metric]:
+        spooled, uploaded, errors = self._families()
+        if self.stats is None:
+            return [spooled, uploaded, errors]
+        try:
+            stats = self.stats()
+        except Exception:
+            log.warning("records probe failed during a metrics scrape", exc_info=True)
+            return [spooled, uploaded, errors]
+        spooled.add_metric([], float(stats.spooled))
+        uploaded.add_metric([], float(stats.uploaded))
+        errors.add_metric([], float(stats.upload_errors))
+        return [spooled, uploaded, errors]
+
+
+class _CompileCacheCounters(Collector):
+    """Hits and misses of the runner's on-disk compile cache, which counts them itself."""
+
+    def __init__(self) -> None:
+        self.cache: Any = None
+
+    def describe(self) -> Iterable[Metric]:
+        return list(self._families())
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, CounterMetricFamily]:
+        return (
+            CounterMetricFamily(
+                "assay_compile_cache_hits", SPECS["assay_compile_cache_hits_total"].help
+            ),
+            CounterMetricFamily(
+                "assay_compile_cache_misses", SPECS["assay_compile_cache_misses_total"].help
+            ),
+        )
+
+    def collect(self) -> Iterable[Metric]:
+        hits, misses = self._families()
+        if self.cache is not None:
+            hits.add_metric([], float(getattr(self.cache, "hits", 0)))
+            misses.add_metric([], float(getattr(self.cache, "misses", 0)))
+        return [hits, misses]
+
+
+#: The security events :func:`security_events` can tell from a result.
+SECURITY_KINDS = ("seccomp_kill", "output_flood")
+
+
+def _statuses(ex: Execution) -> set[str]:
+    """Every status of an execution: its verdict, its run's status and its tests' verdicts."""
+    out = {ex.verdict}
+    if ex.result is not None:
+        out.add(ex.result.status)
+    if ex.judgement is not None:
+        out.update(t.verdict for t in ex.judgement.tests)
+    return out
+
+
+def security_events(ex: Execution) -> list[str]:
+    """Security-relevant events visible in an execution's results (see :data:`SECURITY_KINDS`).
+
+    A seccomp kill shows as SIGSYS on a plain run's result; judged tests carry no signal, so it
+    is only seen there when the run's result is kept. Processes left alive at teardown are not
+    reported by the sandbox's results at all, so they are not counted here.
+    """
+    events = []
+    if ex.result is not None and ex.result.signal == signal.SIGSYS:
+        events.append("seccomp_kill")
+    flooded = "output_limit" in _statuses(ex)
+    if ex.result is not None and (ex.result.stdout_truncated or ex.result.stderr_truncated):
+        flooded = True
+    if flooded:
+        events.append("output_flood")
+    return events
+
+
 _GAUGES = (
     "assay_queue_depth",
     "assay_queue_oldest_age_seconds",
@@ -164,7 +194,7 @@ _GAUGES = (
 
 
 def _family(name: str) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, _SPECS[name].help)
+    return GaugeMetricFamily(name, SPECS[name].help)
 
 
 class Metrics:
@@ -184,13 +214,24 @@ class Metrics:
         self._sandbox_errors = self._counter("assay_sandbox_errors_total")
         self._gauges = _ScrapeGauges()
         self.registry.register(self._gauges)
+        self._records = _RecordGauges()
+        self.registry.register(self._records)
+        self._acquire = self._histogram("assay_sandbox_acquire_seconds")
+        self._duration = self._histogram("assay_job_duration_seconds")
+        self._timeouts = self._counter("assay_timeouts_total")
+        self._memory_kills = self._counter("assay_memory_kills_total")
+        self._security = self._counter("assay_security_events_total")
+        for kind in SECURITY_KINDS:  # present from the start, so increase() sees the first
+            self._security.labels(kind=kind)
+        self._compile_cache = _CompileCacheCounters()
+        self.registry.register(self._compile_cache)
 
     def _counter(self, name: str) -> Counter:
-        spec = _SPECS[name]
+        spec = SPECS[name]
         return Counter(name, spec.help, spec.labels, registry=self.registry)
 
     def _histogram(self, name: str) -> Histogram:
-        spec = _SPECS[name]
+        spec = SPECS[name]
         return Histogram(name, spec.help, spec.labels, registry=self.registry, buckets=spec.buckets)
 
     def submitted(self, language: str, n: int = 1) -> None:
@@ -239,6 +280,33 @@ class Metrics:
         """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``."""
         self._gauges.busy = busy_fn
         self._gauges.total = total
+
+    def observe_execution(
+        self, language: str, ex: Execution, seconds: float, acquire_s: float | None = None
+    ) -> None:
+        """One attempt of a job ran: its duration by language and verdict, its limit kills and
+        the security events the supervisor can see in its results."""
+        self._duration.labels(language=language, verdict=ex.verdict).observe(max(0.0, seconds))
+        if acquire_s is not None:
+            self._acquire.observe(max(0.0, acquire_s))
+        statuses = _statuses(ex)
+        if "time_limit" in statuses:
+            self._timeouts.labels(language=language).inc()
+        if "memory_limit" in statuses:
+            self._memory_kills.labels(language=language).inc()
+        for kind in security_events(ex):
+            self._security.labels(kind=kind).inc()
+
+    def bind_compile_cache(self, cache: Any) -> None:
+        """Export the ``hits``/``misses`` counters of a compile cache at every scrape."""
+        self._compile_cache.cache = cache
+
+    def bind_records(self, writer: Any) -> None:
+        """Export spool and upload counts of ``writer`` if it has a ``stats()`` method (a
+        :class:`~assay.telemetry.FsspecWriter`); other writers have nothing to report."""
+        writer = getattr(writer, "inner", writer)  # a TeeWriter feeding the dashboard
+        stats = getattr(writer, "stats", None)
+        self._records.stats = stats if callable(stats) else None
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (what ``/metrics`` serves)."""

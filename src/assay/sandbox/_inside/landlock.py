@@ -62,8 +62,26 @@ def abi_version() -> int:
     return int(res) if res > 0 else 0
 
 
+#: The file-system rights of Landlock ABI 1 (execute ... make_sym).
+ABI1_FS_RIGHTS = (
+    EXECUTE
+    | WRITE_FILE
+    | READ_FILE
+    | READ_DIR
+    | REMOVE_DIR
+    | REMOVE_FILE
+    | MAKE_CHAR
+    | MAKE_DIR
+    | MAKE_REG
+    | MAKE_SOCK
+    | MAKE_FIFO
+    | MAKE_BLOCK
+    | MAKE_SYM
+)
+
+
 def _fs_rights(abi: int) -> int:
-    rights = (1 << 13) - 1
+    rights = ABI1_FS_RIGHTS
     if abi >= 2:
         rights |= REFER
     if abi >= 3:
@@ -76,11 +94,13 @@ def _fs_rights(abi: int) -> int:
 def build_ruleset(
     abi: int, read_paths: list[str], write_paths: list[str], device_paths: list[str]
 ) -> int:
-    """Create the ruleset once (in the fork server); returns its fd, or -1 without Landlock.
+    """Create a ruleset naming the paths as they are now; returns its fd, or -1 without
+    Landlock.
 
-    Rules attach to inodes, and Landlock's path walk crosses mount points, so rules on the
-    template's ``work``, ``tmp``, ``dev/shm`` directories cover the fresh tmpfs each run
-    binds over them.
+    Rules attach to inodes, and Landlock's path walk skips the directories that mounts
+    cover ("hidden mount points"): a rule on the template's ``work`` directory does not
+    reach a tmpfs bound over it (tried: every write to ``/work`` is then refused). So the
+    reset worker builds a ruleset for each run's fresh tmpfs (slot.reset_worker).
     """
     if abi <= 0:
         return -1

@@ -168,8 +168,9 @@ DENIED_NUMBERS = {
 }
 
 #: Refused by name (EPERM), older syscalls a judged program does not need: NUMA placement
-#: (another run's memory policy), the x86 LDT, obsolete file-system queries, and Linux AIO,
-#: whose machine-wide quota (``fs.aio-nr``) one run could fill for everyone, root included.
+#: (another run's memory policy), the x86 LDT, obsolete file-system queries, Linux AIO,
+#: whose machine-wide quota (``fs.aio-nr``) one run could fill for everyone, root included,
+#: and inotify watches.
 DENIED_LEGACY = (
     "mbind",
     "set_mempolicy",
@@ -185,6 +186,10 @@ DENIED_LEGACY = (
     "io_cancel",
     "io_getevents",
     "io_pgetevents",
+    # Every run sees the same read-only /usr: a watch there reports which files concurrent
+    # runs open (a side channel between runs). The seccomp filter cannot read the path, so
+    # every watch is refused; inotify_init succeeds and reports nothing.
+    "inotify_add_watch",
 )
 
 #: Namespace-creating flags refused on clone (clone3 gets ENOSYS so libc falls back to clone).

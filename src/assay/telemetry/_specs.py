@@ -1,0 +1,150 @@
+"""The list of every metric Assay exports: name, type, help text, labels, buckets.
+
+One list, so the README table, the Grafana dashboard notes and the registries are generated
+from it rather than kept in sync by hand. Naming follows Prometheus practice: ``assay_`` prefix,
+base units, counters end in ``_total``, and no per-job or per-problem labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["METRICS", "SPECS", "MetricSpec"]
+
+#: Seconds a job may wait: from "picked at once" to "queued behind a long batch".
+_QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+#: Seconds a job runs: programs are judged within seconds, whole test suites within minutes.
+_RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
+#: Seconds to get a sandbox: a warm fork takes 1-2 ms, a cold start tens of milliseconds.
+_START_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One exported metric: exposition name, Prometheus type, help text, labels, buckets."""
+
+    name: str
+    kind: Literal["counter", "histogram", "gauge"]
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = ()
+
+
+#: Every metric an executor exports; the README table is generated from this.
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "assay_jobs_submitted_total", "counter", "Jobs accepted into the queue.", ("language",)
+    ),
+    MetricSpec(
+        "assay_jobs_completed_total",
+        "counter",
+        "Jobs finished, by verdict; 'deadline' and 'cancelled' for jobs that never ran.",
+        ("language", "verdict"),
+    ),
+    MetricSpec(
+        "assay_jobs_rejected_total",
+        "counter",
+        "Jobs refused by admission control because the queue was full.",
+    ),
+    MetricSpec(
+        "assay_queue_wait_seconds",
+        "histogram",
+        "Time from submission until a worker started the job.",
+        buckets=_QUEUE_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_job_run_seconds",
+        "histogram",
+        "Wall time of a job from start to verdict (compile and all tests).",
+        buckets=_RUN_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_sandbox_start_seconds",
+        "histogram",
+        "Time a job spent in the sandbox layer beyond its programs' own run time (fork, set-up, teardown).",
+        buckets=_START_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_cache_hits_total", "counter", "Jobs answered from the result cache without a run."
+    ),
+    MetricSpec("assay_cache_misses_total", "counter", "Jobs looked up in the cache and run."),
+    MetricSpec(
+        "assay_retries_total", "counter", "Job attempts retried after an infrastructure fault."
+    ),
+    MetricSpec(
+        "assay_sandbox_errors_total",
+        "counter",
+        "Infrastructure failures (sandbox_error): our fault, never the program's.",
+    ),
+    MetricSpec("assay_queue_depth", "gauge", "Jobs waiting in the queue (read at scrape time)."),
+    MetricSpec(
+        "assay_queue_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest waiting job, 0 when the queue is empty (read at scrape time).",
+    ),
+    MetricSpec("assay_workers_busy", "gauge", "Workers running a job now (read at scrape time)."),
+    MetricSpec("assay_workers", "gauge", "Workers in the pool."),
+    MetricSpec(
+        "assay_sandbox_acquire_seconds",
+        "histogram",
+        "Time a started job waited for the executor's resources (its memory budget) before "
+        "its sandbox run began.",
+        buckets=_START_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_job_duration_seconds",
+        "histogram",
+        "Wall time of a job attempt from start to verdict, by language and verdict.",
+        ("language", "verdict"),
+        _RUN_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_timeouts_total",
+        "counter",
+        "Job attempts ended by a time limit (CPU time, or the wall-clock backstop).",
+        ("language",),
+    ),
+    MetricSpec(
+        "assay_memory_kills_total",
+        "counter",
+        "Job attempts ended by the memory limit (killed by the cgroup).",
+        ("language",),
+    ),
+    MetricSpec(
+        "assay_security_events_total",
+        "counter",
+        "Contained misbehaviour the supervisor saw: 'seccomp_kill' (a run killed by SIGSYS, a "
+        "forbidden system call ABI), 'output_flood' (output past its cap).",
+        ("kind",),
+    ),
+    MetricSpec(
+        "assay_compile_cache_hits_total",
+        "counter",
+        "Builds answered by the on-disk compile cache (read at scrape time; repeats answered "
+        "by the runner's in-memory cache in front of it are not counted).",
+    ),
+    MetricSpec(
+        "assay_compile_cache_misses_total",
+        "counter",
+        "Builds the on-disk compile cache did not have, so they were compiled (read at scrape "
+        "time).",
+    ),
+    MetricSpec(
+        "assay_records_spooled",
+        "gauge",
+        "Execution records in the local spool, not yet uploaded to the object store "
+        "(read at scrape time; 0 for local record directories).",
+    ),
+    MetricSpec(
+        "assay_records_uploaded_total",
+        "counter",
+        "Execution records uploaded to the object store.",
+    ),
+    MetricSpec(
+        "assay_records_upload_errors_total",
+        "counter",
+        "Failed uploads of spooled records (retried with back-off; nothing is dropped).",
+    ),
+)
+SPECS = {spec.name: spec for spec in METRICS}

@@ -1,0 +1,17 @@
+"""Test generation and quality control (offline): inputs, oracles, cross-validation,
+mutation score, coverage and reduction. See :mod:`assay.testgen.pipeline`."""
+
+from .crossval import agree, dual_agreement
+from .pipeline import Options, Task, generate, generate_all, task_from_row
+from .reduce import cover
+
+__all__ = [
+    "Options",
+    "Task",
+    "agree",
+    "cover",
+    "dual_agreement",
+    "generate",
+    "generate_all",
+    "task_from_row",
+]

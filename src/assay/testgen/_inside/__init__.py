@@ -1,0 +1,1 @@
+"""Scripts shipped into the sandbox (run by its interpreter, never imported on the host)."""

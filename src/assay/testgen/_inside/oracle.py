@@ -1,0 +1,245 @@
+"""Runs inside the sandbox: call a reference (or each of several programs) on many inputs.
+
+The job is ``/work/job.json``. Mode ``answer``: load ``sources[0]`` as the module
+``solution`` and, for each input from ``start`` on, check the contract (if any), call the
+entry point under a CPU-time cap, and report the answer (tagged plain data, as in
+``assay.judge.values``), its CPU time and, with ``trace``, the lines of the program it ran.
+Mode ``kill``: for each program from ``start`` on (mutants, candidates), call it on the
+inputs and report which inputs give an answer other than ``expected``.
+
+Protocol on the original stdout, one JSON line each: ``["at", i]`` before input i (``["at",
+m, i]`` in kill mode), then its result; ``["end"]`` last. A run that dies mid-call (C-level
+loop, memory) ends without a result for the input it was on: the host knows which from the
+last ``at`` line and resumes after it. The programs' own prints go to /dev/null.
+"""
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+import types
+
+MAX_OUT = 1 << 20  # an answer longer than this (encoded) is not a usable expected value
+FILES = ("/work/solution.py", "<program>")
+
+
+class CallTimeout(BaseException):
+    pass
+
+
+def on_alarm(signum, frame):
+    raise CallTimeout()
+
+
+def enc(v, depth=0):
+    if depth > 100:
+        raise ValueError("result nested too deeply")
+    if v is None:
+        return ["n"]
+    if isinstance(v, bool):
+        return ["b", bool(v)]
+    if isinstance(v, int):
+        return ["i", format(int(v), "x")]
+    if isinstance(v, float):
+        return ["f", float.__repr__(float(v))]
+    if isinstance(v, complex):
+        return ["c", float.__repr__(v.real), float.__repr__(v.imag)]
+    if isinstance(v, str):
+        return ["s", str.__str__(v)]
+    if isinstance(v, (bytes, bytearray)):
+        return ["y", bytes(v).decode("latin-1")]
+    if isinstance(v, dict):
+        return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in list(v.items())]]
+    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
+        if isinstance(v, kind):
+            items = [enc(x, depth + 1) for x in list(v)]
+            if tag in ("S", "F"):  # the same set, the same bytes, whatever the hash seed
+                items.sort(key=json.dumps)
+            return [tag, items]
+    if isinstance(v, (types.GeneratorType, map, filter, zip, range, reversed, enumerate)) or (
+        type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
+    ):
+        return ["l", [enc(x, depth + 1) for x in list(v)]]
+    if type(v).__module__ == "builtins" and type(v).__name__.startswith("dict_"):
+        return ["l", [enc(x, depth + 1) for x in list(v)]]
+    raise TypeError("not a plain value: " + type(v).__name__)
+
+
+def dec(d):
+    tag = d[0]
+    if tag == "n":
+        return None
+    if tag in ("b", "s"):
+        return d[1]
+    if tag == "i":
+        return int(d[1], 16)
+    if tag == "f":
+        return float(d[1])
+    if tag == "c":
+        return complex(float(d[1]), float(d[2]))
+    if tag == "y":
+        return d[1].encode("latin-1")
+    if tag == "d":
+        return {dec(k): dec(v) for k, v in d[1]}
+    items = [dec(x) for x in d[1]]
+    return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+
+
+def args_of(encoded):
+    return [dec(a) for a in encoded]
+
+
+def same(got, want, atol, rtol):
+    """Plain-value equality as the judge compares (types strict, floats within tolerance)."""
+    if isinstance(want, float) and type(got) in (int, float):
+        g = float(got)
+        if math.isnan(want) or math.isnan(g):
+            return math.isnan(want) and math.isnan(g)
+        if math.isinf(want) or math.isinf(g):
+            return want == g
+        return abs(g - want) <= max(atol, rtol * abs(want))
+    if type(got) is not type(want):
+        return False
+    if isinstance(want, (list, tuple)):
+        return len(got) == len(want) and all(
+            same(g, w, atol, rtol) for g, w in zip(got, want, strict=False)
+        )
+    if isinstance(want, dict):
+        return got.keys() == want.keys() and all(same(got[k], want[k], atol, rtol) for k in want)
+    if isinstance(want, complex):
+        return same(got.real, want.real, atol, rtol) and same(got.imag, want.imag, atol, rtol)
+    return got == want
+
+
+def load(source, filename):
+    module = types.ModuleType("solution")
+    module.__file__ = filename
+    sys.modules["solution"] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+LINES = set()
+
+
+def tracer(frame, event, arg):
+    if frame.f_code.co_filename not in FILES:
+        return None
+    return local_tracer
+
+
+def local_tracer(frame, event, arg):
+    if event == "line":
+        LINES.add(frame.f_lineno)
+    return local_tracer
+
+
+def timed_call(fn, args, cap, trace=False):
+    """(status, value or message, cpu seconds)."""
+    LINES.clear()
+    start = time.process_time()
+    signal.setitimer(signal.ITIMER_PROF, cap)
+    try:
+        if trace:
+            sys.settrace(tracer)
+        try:
+            value = fn(*args)
+        finally:
+            sys.settrace(None)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+    except CallTimeout:
+        return "timeout", f"over {cap:g}s of CPU", time.process_time() - start
+    except RecursionError:
+        return "error", "RecursionError", time.process_time() - start
+    except MemoryError:
+        return "error", "MemoryError", time.process_time() - start
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt,)):
+            raise
+        return "error", f"{type(exc).__name__}: {str(exc)[:300]}", time.process_time() - start
+    return "ok", value, time.process_time() - start
+
+
+def answer(job, out):
+    module = load(job["sources"][0], "/work/solution.py")
+    fn = getattr(module, job["entry"])
+    contract = None
+    if job.get("contract"):
+        exec(compile(job["contract"], "<contract>", "exec"), module.__dict__)
+        contract = module.__dict__["_assay_contract"]
+    for i in range(job["start"], len(job["inputs"])):
+        out(["at", i])
+        if contract is not None:
+            status, msg, _ = timed_call(contract, args_of(job["inputs"][i]), job["call_s"])
+            if status != "ok":
+                out(["r", i, "contract", str(msg)[:300], 0.0, []])
+                continue
+        status, value, cpu = timed_call(fn, args_of(job["inputs"][i]), job["call_s"], job["trace"])
+        lines = sorted(LINES) if job["trace"] else []
+        if status == "ok":
+            try:
+                value = enc(value)
+                if len(json.dumps(value)) > MAX_OUT:
+                    status, value = "too_big", f"answer over {MAX_OUT} bytes"
+            except (TypeError, ValueError) as exc:
+                status, value = "error", f"unusable answer: {exc}"
+        out(["r", i, status, value, cpu, lines])
+
+
+def kill(job, out):
+    inputs = job["inputs"]
+    expected = [dec(e) for e in job["expected"]]
+    caps = job["caps"]
+    atol, rtol = job["atol"], job["rtol"]
+    for m in range(job["start"], len(job["sources"])):
+        out(["at", m, -1])
+        killed = []
+        why = ""
+        try:
+            module = load(job["sources"][m], "<program>")
+            fn = getattr(module, job["entry"])
+        except BaseException as exc:
+            out(["k", m, [-1], f"does not load: {type(exc).__name__}"])
+            continue
+        for i in range(len(inputs)):
+            if job["max_kills"] and len(killed) >= job["max_kills"]:
+                break
+            out(["at", m, i])
+            status, value, _ = timed_call(fn, args_of(inputs[i]), caps[i])
+            if status == "ok":
+                try:
+                    got = dec(enc(value))
+                except (TypeError, ValueError):
+                    status, value = "error", "unusable answer"
+            if status != "ok":
+                killed.append(i)
+                why = why or status
+            elif not same(got, expected[i], atol, rtol):
+                killed.append(i)
+                why = why or "wrong answer"
+        out(["k", m, killed, why])
+
+
+def main():
+    with open("/work/job.json") as fh:
+        job = json.load(fh)
+    channel = os.fdopen(os.dup(1), "w")
+    null = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null, 1)
+    sys.stdout = open(os.devnull, "w")
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+    signal.signal(signal.SIGPROF, on_alarm)
+
+    def out(item):
+        channel.write(json.dumps(item) + "\n")
+        channel.flush()
+
+    (answer if job["mode"] == "answer" else kill)(job, out)
+    out(["end"])
+    channel.flush()
+    os._exit(0)
+
+
+main()

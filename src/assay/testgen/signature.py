@@ -1,0 +1,238 @@
+"""What a task's text says about its inputs: parameters, type hints, docstring examples.
+
+Only the task's own text is read (parsed, never run on the host): the entry point's
+signature and annotations in the reference, the calls written in its prompt (``>>> f(1, 2)``,
+``f("ab") ➞ True``), and ``isinstance`` checks in its contract.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ValidationError
+from .types import T, from_annotation, from_isinstance, join, of_value
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    entry: str
+    params: tuple[str, ...]
+    #: One type per parameter: from the annotation, else the contract, else the examples.
+    types: tuple[T, ...]
+    #: Argument lists of the calls written in the prompt (docstring examples).
+    examples: tuple[tuple[Any, ...], ...]
+    #: Source of ``_assay_contract(<params>)``: the contract's statements, then ``return
+    #: True`` ("" when there is no contract).
+    contract_source: str
+    #: Values the prompt writes for single parameters (``grid : [[0, 1]]``), by position.
+    hints: tuple[tuple[Any, ...], ...] = ()
+    #: Line numbers of the statements of the reference's functions (for line coverage).
+    statement_lines: frozenset[int] = frozenset()
+
+
+def _parse(code: str, field: str) -> ast.Module:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(code)
+    except SyntaxError as exc:
+        raise ValidationError(field, f"does not parse: {exc}") from exc
+
+
+def _function(tree: ast.Module, entry: str) -> ast.FunctionDef:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == entry:
+            return stmt
+    for node in ast.walk(tree):  # e.g. a method, or a def under an if
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            return node
+    raise ValidationError("entry_point", f"no function {entry!r} in the reference")
+
+
+def examples(prompt: str, entry: str, arity: int) -> list[tuple[Any, ...]]:
+    """Argument tuples of every literal call ``entry(...)`` written in ``prompt``."""
+    out: list[tuple[Any, ...]] = []
+    for match in re.finditer(rf"(?<![\w.]){re.escape(entry)}\s*\(", prompt):
+        start = match.end()
+        depth, i, quote = 1, start, ""
+        while i < len(prompt) and depth:
+            ch = prompt[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            i += 1
+        if depth:
+            continue
+        text = prompt[start : i - 1]
+        if prompt[match.start() - 4 : match.start()].endswith("def "):
+            continue  # the definition itself
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                args = ast.literal_eval(f"({text},)") if text.strip() else ()
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(args, tuple) and len(args) == arity and args not in out:
+            out.append(args)
+    return out
+
+
+def _literal_at(text: str) -> tuple[bool, Any]:
+    """The Python literal ``text`` starts with (a bracketed or quoted one, or a number or
+    name constant), if any."""
+    text = text.lstrip()
+    if not text:
+        return False, None
+    if text[0] in "[({\"'":
+        end = _balanced_end(text)
+        if end is None:
+            return False, None
+        chunk = text[:end]
+    else:
+        m = re.match(r"-?\d+(\.\d+)?(e-?\d+)?|True\b|False\b|None\b", text)
+        if not m:
+            return False, None
+        chunk = m.group(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return True, ast.literal_eval(chunk)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False, None
+
+
+def _balanced_end(text: str) -> int | None:
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+                if depth == 0:
+                    return i + 1
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def named_values(prompt: str, params: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Values written for each parameter: ``lst = [1, 2]``, ``grid : [[0, 1]]``,
+    ``operator['+', '*']``, or ``Input: [4, 2, 3]`` for a one-parameter function."""
+    found: dict[str, list[Any]] = {p: [] for p in params}
+    for p in params:
+        for m in re.finditer(rf"(?<![\w.]){re.escape(p)}\s*(?:[:=]\s*|(?=[\[{{\"']))", prompt):
+            ok, value = _literal_at(prompt[m.end() :])
+            if ok:
+                found[p].append(value)
+    if len(params) == 1 and not found[params[0]]:
+        for m in re.finditer(r"(?i)\binput\s*:?\s*", prompt):
+            ok, value = _literal_at(prompt[m.end() :])
+            if ok:
+                found[params[0]].append(value)
+    return found
+
+
+def named_examples(prompt: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """Examples written as values, where every parameter has one (see :func:`named_values`)."""
+    found = named_values(prompt, params)
+    n = min((len(v) for v in found.values()), default=0)
+    return [tuple(found[p][k] for p in params) for k in range(n)]
+
+
+def _contract_types(contract: str) -> dict[str, T]:
+    found: dict[str, T] = {}
+    for name, types in re.findall(r"isinstance\((\w+),\s*(\([^)]*\)|\w+)\)", contract):
+        t = from_isinstance(types)
+        if t is not None:
+            found[name] = t
+    for name, kind in re.findall(r"type\((\w+)\)\s*==\s*(\w+)", contract):
+        t = from_isinstance(kind)
+        if t is not None:
+            found.setdefault(name, t)
+    return found
+
+
+def contract_source(fn: ast.FunctionDef, contract: str) -> str:
+    if not contract.strip():
+        return ""
+    body = "\n".join(
+        "    " + line.strip() if not line.startswith("    ") else line
+        for line in contract.strip("\n").splitlines()
+    )
+    args = ast.unparse(fn.args)
+    return f"def _assay_contract({args}):\n{body}\n    return True\n"
+
+
+def _statement_lines(tree: ast.Module) -> frozenset[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring runs no line
+            for stmt in body:
+                for sub in ast.walk(stmt):
+                    if isinstance(sub, ast.stmt) and not isinstance(
+                        sub, ast.FunctionDef | ast.ClassDef
+                    ):
+                        lines.add(sub.lineno)
+    return frozenset(lines)
+
+
+def _vague(t: T) -> bool:
+    return t.kind == "any" or any(_vague(a) for a in t.args)
+
+
+def signature(prompt: str, reference: str, entry: str, contract: str = "") -> Signature:
+    tree = _parse(reference, "reference")
+    fn = _function(tree, entry)
+    params = tuple(a.arg for a in fn.args.args)
+    if fn.args.vararg or fn.args.kwonlyargs:
+        raise ValidationError("entry_point", f"{entry}: only positional parameters are supported")
+    seeds = examples(prompt, entry, len(params)) or named_examples(prompt, params)
+    by_contract = _contract_types(contract)
+    named = named_values(prompt, params)
+    types: list[T] = []
+    for i, arg in enumerate(fn.args.args):
+        t = from_annotation(arg.annotation) if arg.annotation is not None else None
+        if t is None or t.kind == "any":
+            t = by_contract.get(arg.arg, t)
+        written = [s[i] for s in seeds] or named[arg.arg]
+        if (t is None or _vague(t)) and written:
+            inferred = t or T("any")
+            for value in written:
+                inferred = join(inferred, of_value(value)) if _vague(inferred) else inferred
+            t = inferred
+        types.append(t or T("any"))
+    # Seeds typed by what the task says: an int written where a float is declared stays an
+    # int (as the task wrote it).
+    return Signature(
+        entry,
+        params,
+        tuple(types),
+        tuple(seeds),
+        contract_source(fn, contract),
+        tuple(tuple(named[p]) for p in params),
+        _statement_lines(tree),
+    )
