@@ -31,7 +31,7 @@ def _closed_writer() -> None:
 def _serve_bad_workers() -> None:
     from assay.server.cli import serve
 
-    serve(workers=0)
+    serve("127.0.0.1", 8080, 0)  # no sandbox slot at all
 
 
 CASES: list[tuple[str, Callable[[], object], str | None]] = [
@@ -42,7 +42,7 @@ CASES: list[tuple[str, Callable[[], object], str | None]] = [
     ("closed writer", _closed_writer, None),
     ("empty records target", lambda: resolve(" "), "target"),
     ("query limit", lambda: query("off", limit=-1), "limit"),
-    ("server workers", _serve_bad_workers, "workers"),
+    ("server slots", _serve_bad_workers, None),
 ]
 
 

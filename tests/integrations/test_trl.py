@@ -73,7 +73,7 @@ def test_sandbox_errors_give_none(broken_executor: LocalExecutor) -> None:
 def test_default_reward_func_finds_the_column(
     executor: LocalExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_judging, "_executor", executor)  # the shared executor, already warm
+    monkeypatch.setattr(_judging, "_executor", [executor])  # the shared executor, already warm
     gt = {"inputs": ["4\n"], "outputs": ["8\n"]}
     assert reward_func(["p"], [fenced(DOUBLE)], ground_truth=[gt]) == [1.0]
     assert asyncio.run(reward_func_async(["p"], [fenced("print(1)")], test_cases=[gt])) == [0.0]

@@ -136,12 +136,7 @@ def _safe(fn: Callback, result: JobResult) -> None:
 
 
 def ended(index: int, job_id: str, outcome: Outcome, reason: str, wait_s: float) -> JobResult:
+    """A result for a job that did not run to the end: no verdict, no reward."""
     return JobResult(
-        index=index,
-        job_id=job_id,
-        outcome=outcome,
-        verdict=None,
-        reward=None,
-        reason=reason,
-        queue_wait_s=wait_s,
+        index=index, job_id=job_id, outcome=outcome, reason=reason, queue_wait_s=wait_s
     )

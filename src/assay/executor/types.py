@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,27 +50,23 @@ class Execution:
 
     @property
     def cpu_s(self) -> float:
-        if self.result is not None:
-            return self.result.cpu_s
-        if self.judgement is not None:
-            return sum(t.cpu_s for t in self.judgement.tests)
-        return 0.0
+        """The run's CPU seconds, or the sum over the judged tests."""
+        return float(self._measured("cpu_s", sum))
 
     @property
     def wall_s(self) -> float:
-        if self.result is not None:
-            return self.result.wall_s
-        if self.judgement is not None:
-            return sum(t.wall_s for t in self.judgement.tests)
-        return 0.0
+        return float(self._measured("wall_s", sum))
 
     @property
     def peak_memory_bytes(self) -> int:
+        """The run's peak, or the largest over the judged tests (memory does not add up)."""
+        return int(self._measured("peak_memory_bytes", lambda xs: max(xs, default=0)))
+
+    def _measured(self, name: str, combine: Callable[[list[float]], float]) -> float:
         if self.result is not None:
-            return self.result.peak_memory_bytes
-        if self.judgement is not None:
-            return max((t.peak_memory_bytes for t in self.judgement.tests), default=0)
-        return 0
+            return float(getattr(self.result, name))
+        tests = self.judgement.tests if self.judgement is not None else []
+        return combine([getattr(t, name) for t in tests])
 
     def approx_bytes(self) -> int:
         """Roughly what this result holds in memory (outputs, files, messages)."""
@@ -97,9 +94,9 @@ class JobResult:
     outcome: Outcome
     #: The judge's verdict for a :class:`~assay.judge.Submission`, the run status for a
     #: :class:`RunJob`; None for ``deadline``/``cancelled``.
-    verdict: str | None
+    verdict: str | None = None
     #: None whenever the result is not a usable training signal (sandbox_error, deadline).
-    reward: float | None
+    reward: float | None = None
     reason: str = ""
     judgement: Judgement | None = None
     result: ExecResult | None = None

@@ -65,7 +65,7 @@ def unjudged(verdict: str, reason: str, total: int = 0) -> Outcome:
 log = logging.getLogger("assay.integrations")
 
 _lock = threading.Lock()
-_executor: LocalExecutor | None = None
+_executor: list[LocalExecutor] = []  # the one shared executor, once made
 
 
 def default_executor() -> LocalExecutor:
@@ -75,12 +75,11 @@ def default_executor() -> LocalExecutor:
     module must not do; shared because every reward call of a process should feed one
     scheduler and one result cache.
     """
-    global _executor
     with _lock:
-        if _executor is None:
-            _executor = LocalExecutor()
-            atexit.register(_executor.close)
-        return _executor
+        if not _executor:
+            _executor.append(LocalExecutor())
+            atexit.register(_executor[0].close)
+        return _executor[0]
 
 
 #: What the reward does not need past the verdict: with these, judging stops at the first

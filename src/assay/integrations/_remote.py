@@ -23,7 +23,7 @@ import asyncio
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import httpx
@@ -86,32 +86,28 @@ def _shared_client(timeout: float) -> httpx.Client:
         return client
 
 
+@dataclass(frozen=True)
 class RemoteJudge:
     """Judges batches on an Assay server at ``url`` (its base URL or the full endpoint).
 
     ``transport`` replaces the network (e.g. ``httpx.MockTransport`` in tests); a transport
     used for both forms must implement both the sync and the async interface.
+    ``stop_on_failure`` and ``deadline_s`` go to the server with every request.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        transport: Transport | None = None,
-        timeout: float = 600.0,
-        retries: int = 3,
-        backoff_s: float = 1.0,
-        stop_on_failure: bool = False,
-        deadline_s: float | None = None,
-    ) -> None:
-        base = url.rstrip("/")
-        self.endpoint = base if base.endswith("/v1/judge") else base + "/v1/judge"
-        self.transport = transport
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff_s = backoff_s
-        self.stop_on_failure = stop_on_failure
-        self.deadline_s = deadline_s
+    url: str
+    _: KW_ONLY
+    transport: Transport | None = None
+    timeout: float = 600.0
+    retries: int = 3
+    backoff_s: float = 1.0
+    stop_on_failure: bool = False
+    deadline_s: float | None = None
+
+    @property
+    def endpoint(self) -> str:
+        base = self.url.rstrip("/")
+        return base if base.endswith("/v1/judge") else base + "/v1/judge"
 
     @staticmethod
     def encode(submission: Submission) -> dict[str, Any]:
