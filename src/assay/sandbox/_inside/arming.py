@@ -12,7 +12,7 @@ A plain ``__slots__`` class, not a dataclass: ``dataclasses`` would pull ``inspe
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import linux
 
@@ -39,34 +39,31 @@ class Arming:
 
     def __init__(
         self,
-        workdir: str,
-        uid: int,
-        gid: int,
-        userns: bool,
-        default_env: dict[str, str],
+        cfg: dict[str, Any],
         filter: Filter | None,
         native: Native | None,
         landlock_abi: int,
-        cap_last: int,
         base_path: list[str],
     ) -> None:
+        """From the fork server's configuration (``workdir``, ``uid``, ``gid``, ``userns``,
+        ``default_env``) and what it built at start."""
         #: The program's working directory (the run's tmpfs).
-        self.workdir = workdir
-        #: The ids the program runs as: the slot's own (see ``Sandbox``'s id range).
-        self.uid = uid
-        self.gid = gid
+        self.workdir: str = cfg["workdir"]
+        #: The ids the program runs as (a slot's own: :meth:`for_slot`).
+        self.uid: int = cfg["uid"]
+        self.gid: int = cfg["gid"]
         #: Whether the fork server runs in a user namespace (Assay started without root).
-        self.userns = userns
+        self.userns: bool = cfg["userns"]
         #: The environment of most runs, set once in the slot's init.
-        self.default_env = default_env
+        self.default_env: dict[str, str] = cfg["default_env"]
         #: The seccomp filter, compiled once in the fork server (None: opted out).
         self.filter = filter
-        #: launcher.c's set-up steps as a library (None: the Python steps below are used).
+        #: launcher.c's set-up steps as a library (None: the Python steps are used).
         self.native = native
         #: Landlock ABI of this kernel (0: none, or opted out).
         self.landlock_abi = landlock_abi
         #: Highest capability number of this kernel (for emptying the bounding set).
-        self.cap_last = cap_last
+        self.cap_last = _cap_last()
         #: capset() arguments that clear every capability set.
         self.cap_hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
         self.cap_data = (linux.CapData * 2)()
@@ -75,20 +72,25 @@ class Arming:
 
     def for_slot(self, uid: int, gid: int) -> Arming:
         """The same arming for a slot whose programs run as ``uid``/``gid``."""
-        return Arming(
-            self.workdir,
-            uid,
-            gid,
-            self.userns,
-            self.default_env,
-            self.filter,
-            self.native,
-            self.landlock_abi,
-            self.cap_last,
-            self.base_path,
-        )
+        copy = object.__new__(Arming)
+        for name in Arming.__slots__:
+            setattr(copy, name, getattr(self, name))
+        copy.uid, copy.gid = uid, gid
+        return copy
 
     def clear_capabilities(self) -> int:
         """capset() with every set empty (a user-namespace owner keeps its capabilities
         through setresuid); returns capset's result."""
         return int(linux.libc.capset(ctypes.byref(self.cap_hdr), self.cap_data))
+
+
+#: Used when the kernel does not say (``/proc/sys/kernel/cap_last_cap``).
+CAP_LAST = 63
+
+
+def _cap_last() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return CAP_LAST

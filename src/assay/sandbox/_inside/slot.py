@@ -97,27 +97,19 @@ class Slot:
     wait status, and has C1 prepare the next tmpfs.
     """
 
-    def __init__(
-        self,
-        cfg: dict[str, Any],
-        arming: Arming,
-        status: socket.socket,
-        reset: socket.socket,
-        max_runs: int,
-    ) -> None:
-        self.cfg = cfg
+    def __init__(self, arming: Arming, sockets: tuple[socket.socket, socket.socket]) -> None:
+        """``sockets``: the status socket to the supervisor and the one to the reset worker."""
         #: What this slot's program processes arm themselves with (its own uid and gid).
         self.arming = arming
-        self.status = status
-        self.reset = reset
-        self.max_runs = max_runs
+        self.status, self.reset = sockets
         self.ruleset = -1
         self.bpf = -1  # the seccomp program, for the launcher to load
         self.reset_pending = False
         self.pending: tuple[bytes, list[int]] | None = None
 
-    def serve(self) -> None:
-        cfg = self.cfg
+    def serve(self, cfg: dict[str, Any], max_runs: int) -> None:
+        """Set the slot up (``cfg``: the fork server's configuration), then serve at most
+        ``max_runs`` runs."""
         try:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             linux.sethostname("sandbox")
@@ -144,7 +136,7 @@ class Slot:
             report_error(self.status, "slot setup", exc)
             os._exit(1)
         arm, arm_launcher = wire.ARM[False], wire.ARM[True]
-        for _ in range(self.max_runs):
+        for _ in range(max_runs):
             while True:
                 if self.pending is not None:
                     (data, fds), self.pending = self.pending, None
@@ -294,7 +286,7 @@ class Slot:
             try:
                 wanted = json.loads(wire.read_all(collect_r))
                 fd = rootfs.collect_files(
-                    wanted["paths"], self.cfg["workdir"], int(wanted["max_bytes"])
+                    wanted["paths"], self.arming.workdir, int(wanted["max_bytes"])
                 )
                 wire.send_raw(self.status, record.encode(), [fd])
             except BaseException as exc:

@@ -33,19 +33,9 @@ from typing import Any
 from . import landlock, linux, native, program, pyrun, rootfs, seccomp, slot, wire
 from .arming import Arming
 
+
 # fds of a slot request: [status socket]. fds of an arm request: one cgroup.procs fd per
 # hierarchy. fds of a run request: see program.py.
-CAP_LAST = 63
-
-
-def _cap_last() -> int:
-    try:
-        with open("/proc/sys/kernel/cap_last_cap") as fh:
-            return int(fh.read())
-    except (OSError, ValueError):
-        return CAP_LAST
-
-
 class Zygote:
     def __init__(self, cfg: dict[str, Any], ctl: socket.socket) -> None:
         self.cfg = cfg
@@ -103,18 +93,7 @@ class Zygote:
         if cfg["landlock"]:
             self.landlock_abi = landlock.abi_version()
         info["landlock_abi"] = self.landlock_abi
-        self.arming = Arming(
-            cfg["workdir"],
-            cfg["uid"],
-            cfg["gid"],
-            cfg["userns"],
-            cfg["default_env"],
-            self.filter,
-            self.native,
-            self.landlock_abi,
-            _cap_last(),
-            self.base_path,
-        )
+        self.arming = Arming(cfg, self.filter, self.native, self.landlock_abi, self.base_path)
         for name in cfg["preimport"]:
             try:
                 __import__(name)
@@ -197,7 +176,7 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 reset_c1.close()
-                slot.Slot(self.cfg, arming, status, reset_slot, int(prep["max_runs"])).serve()
+                slot.Slot(arming, (status, reset_slot)).serve(self.cfg, int(prep["max_runs"]))
                 os._exit(0)
             status.close()
             reset_slot.close()
