@@ -29,10 +29,25 @@ PRIORITIES = {"high": HIGH, "normal": NORMAL, "low": LOW}
 _INLINE_SUBMIT = 16
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Kept:
     handle: BatchHandle
     results: list[JobResult]
+    #: Roughly what ``results`` hold in memory.
+    nbytes: int = 0
+
+    def add(self, r: JobResult) -> None:
+        self.results.append(r)  # atomic: the executor's threads need no lock
+        self.nbytes += _result_bytes(r)
+
+
+def _result_bytes(r: JobResult) -> int:
+    n = 256
+    if r.result is not None:
+        n += len(r.result.stdout) + len(r.result.stderr)
+    if r.judgement is not None:
+        n += sum(96 + len(t.message) for t in r.judgement.tests)
+    return n
 
 
 class Service:
@@ -91,11 +106,18 @@ class Service:
 
     def keep(self, handle: BatchHandle) -> None:
         kept = Kept(handle, [])
-        handle.add_callback(kept.results.append)  # list.append is atomic: no lock needed
+        handle.add_callback(kept.add)
         self.batches[handle.id] = kept
         excess = len(self.batches) - self.settings.max_batches_kept
         for bid in [b for b, k in self.batches.items() if k.handle.done][: max(0, excess)]:
             del self.batches[bid]
+        total = sum(k.nbytes for k in self.batches.values())
+        for bid, k in list(self.batches.items()):
+            if total <= self.settings.max_batches_kept_bytes:
+                break
+            if k.handle.done and bid != handle.id:
+                total -= k.nbytes
+                del self.batches[bid]
 
     async def drain(self) -> None:
         """Graceful shutdown: wait for in-flight batches, then cancel what is left, so every

@@ -40,6 +40,9 @@ class Settings:
     max_tests: int = 2048
     #: Finished batches kept for GET /v1/batches/{id}, oldest dropped first.
     max_batches_kept: int = 1024
+    #: ... and at most this many bytes of their results (outputs, messages), oldest
+    #: finished batches dropped first, so a stream of large outputs cannot grow the service.
+    max_batches_kept_bytes: int = 256 << 20
     #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth).
     api_token: str | None = None
     #: Seconds graceful shutdown waits for in-flight batches before cancelling them.
