@@ -79,3 +79,68 @@ def test_runner_memory_flat_under_distinct_large_binaries(tmp_path) -> None:  # 
         assert again.stdout == b"3\n"
         growth = _live() - before
     assert growth < 40 * MiB, f"runner grew {growth / MiB:.0f} MiB over 4 distinct 30 MiB binaries"
+
+
+@pytest.mark.slow
+def test_service_rss_flat_under_distinct_large_outputs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The whole service, as an operator sees it: ``assay serve``'s resident size after a
+    stream of distinct 15 MiB outputs through /run_code stays near where it started."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assay = os.path.join(os.path.dirname(sys.executable), "assay")
+    proc = subprocess.Popen(
+        [assay, "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ASSAY_RECORDS": str(tmp_path / "records")},
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def rss() -> int:
+        """Settled resident size: the least of a few samples over a second (the answer
+        just sent may still be in flight when the client has read it)."""
+        samples = []
+        for _ in range(5):
+            time.sleep(0.2)
+            with open(f"/proc/{proc.pid}/status") as fh:
+                line = next(x for x in fh if x.startswith("VmRSS:"))
+            samples.append(int(line.split()[1]) * 1024)
+        return min(samples)
+
+    def run(i: int) -> None:
+        code = f"import sys\nsys.stdout.write({i} * 'a' + 'y' * (15 << 20))"
+        r = httpx.post(
+            url + "/run_code",
+            json={"code": code, "language": "python", "run_timeout": 20},
+            timeout=120,
+        )
+        assert r.status_code == 200, r.text[:300]
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url + "/healthz", timeout=2)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "assay serve did not start"
+                time.sleep(0.2)
+        for i in range(4):
+            run(i)
+        before = rss()
+        for i in range(4, 34):
+            run(i)
+        growth = rss() - before
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert growth < 64 * MiB, f"assay serve grew {growth / MiB:.0f} MiB over 30 distinct outputs"

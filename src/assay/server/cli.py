@@ -11,12 +11,33 @@ control), the result cache and the warm sandbox pool, and oversubscribe the CPUs
 
 from __future__ import annotations
 
+import ctypes
 import os
 from typing import Annotated
 
 import typer
 
 from .settings import Settings
+
+
+def _return_large_buffers() -> None:
+    """Have glibc give megabyte buffers (a run's output, its JSON answer) back to the system
+    when they are freed. By default it raises its mmap threshold after each large free, and
+    later outputs then come from the heap and stay resident once freed: the service's RSS
+    would follow its largest bursts, not its live data."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, 1 << 20)
+        # Each thread that frees a big output otherwise keeps it cached in an arena of its
+        # own: a few shared arenas keep what stays resident near the live data.
+        libc.mallopt(M_ARENA_MAX, 2)
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+#: mallopt's parameter numbers (glibc's malloc.h).
+M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 
 
 def serve(
@@ -55,6 +76,7 @@ def serve(
     from ..telemetry.tracing import configure_from_env
 
     configure_logging(log_level, "text" if log_format == "text" else "json")
+    _return_large_buffers()
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
