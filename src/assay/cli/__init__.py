@@ -1,0 +1,42 @@
+"""The ``assay`` command line: one module per command, registered on one Typer app.
+
+Exit status: 0 when the sandbox did its job (whatever the program did), 2 for usage errors,
+3 when the sandbox itself failed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import ValidationError
+from . import demo, doctor, evaluate, run  # noqa: F401  (each registers its command)
+from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, app, console, err_console
+
+
+def _register_records() -> None:
+    from ..telemetry.cli import records_app
+
+    app.add_typer(
+        records_app, name="records", help="Query, summarise and compact execution records."
+    )
+
+
+def _register_serve() -> None:
+    from ..server.cli import serve_command
+
+    app.command("serve")(serve_command)
+
+
+_register_records()
+_register_serve()
+
+
+def main() -> None:
+    try:
+        app()
+    except ValidationError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        sys.exit(EXIT_USAGE)
+
+
+__all__ = ["EXIT_OK", "EXIT_SANDBOX", "EXIT_USAGE", "app", "console", "err_console", "main"]
