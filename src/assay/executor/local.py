@@ -191,9 +191,10 @@ class LocalExecutor:
         for t in [*self._workers, self._reaper]:
             t.start()
 
-    # -- public API -------------------------------------------------------------------------
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):08x}"
+
+    # -- public API -------------------------------------------------------------------------
 
     def submit(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import languages
 from ..errors import ValidationError
 from ..types import Limits
 
@@ -74,6 +75,11 @@ class Submission:
     problem: Problem
     code: str | bytes
     language: str = "python"
+
+    def __post_init__(self) -> None:
+        # An alias (``js``, ``py``, ``c++``) is stored as the language's own name, so the
+        # judge, rewards and records never see two spellings of one language.
+        object.__setattr__(self, "language", languages.canonical(self.language))
 
 
 @dataclass(frozen=True, slots=True)

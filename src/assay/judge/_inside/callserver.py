@@ -1,7 +1,8 @@
 """Runs inside the sandbox: load the submission, then answer function calls on fd 3.
 
-Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
-reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
+Requests and replies travel on fd 3, one JSON object per line (newline-delimited,
+no length prefix). A request is ``{"fn": name, "args": [tagged...]}``; a reply is
+``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are encoded with the
 tags of ``assay.judge.values``; only builtin types are encoded (a subclass is converted to
 its base, anything else becomes an error), and generators, builtin iterators, ranges and dict
 views are materialised (tag ``g``: type name, truth value, items). Whatever this
