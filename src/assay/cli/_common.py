@@ -24,7 +24,7 @@ err_console = Console(stderr=True)
 
 def usage_error(argument: str, message: str) -> NoReturn:
     """One line naming the argument at fault, then exit 2."""
-    err_console.print(f"[red]error:[/] {argument}: {message}", markup=True, highlight=False)
+    err_console.print(f"[red]error:[/] {argument}: {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Annotated
 
@@ -45,10 +46,11 @@ def doctor(
             + "\n"
         )
         raise typer.Exit(EXIT_OK if not missing else EXIT_SANDBOX)
+    # Fits 80 columns: long details (paths) fold onto the next line instead of being cut.
     table = Table(title="Assay sandbox controls on this host")
-    table.add_column("control")
-    table.add_column("available")
-    table.add_column("mandatory")
+    table.add_column("control", overflow="fold")
+    table.add_column("available", no_wrap=True)
+    table.add_column("mandatory", no_wrap=True)
 
     def row(name: str, ok: bool, mandatory: bool, detail: str = "") -> None:
         mark = "[green]yes[/]" if ok else ("[red]NO[/]" if mandatory else "[yellow]no[/]")
@@ -70,12 +72,14 @@ def doctor(
         row(label, path is not None, False, path or "no C compiler: the Python fallback is used")
     console.print(table)
     lang_table = Table(title="Languages")
-    lang_table.add_column("language")
-    lang_table.add_column("installed")
-    lang_table.add_column("toolchain")
+    lang_table.add_column("language", no_wrap=True)
+    lang_table.add_column("installed", no_wrap=True)
+    lang_table.add_column("version", overflow="fold")
     for name, version in langs.items():
         ok = "missing" not in version
-        lang_table.add_row(name, "[green]yes[/]" if ok else "[yellow]no[/]", version)
+        lang_table.add_row(
+            name, "[green]yes[/]" if ok else "[yellow]no[/]", _short(version) if ok else version
+        )
     console.print(lang_table)
     for note in report.notes:
         console.print(f"note: {note}")
@@ -87,6 +91,24 @@ def doctor(
     console.print(
         "[green]All mandatory controls are available; every sandbox uses all of the above.[/]"
     )
+
+
+def _short(toolchain: str) -> str:
+    """``tool version`` for each tool of a toolchain string (which also holds flags and
+    paths, for the compile cache's keys): ``esbuild:0.28.2:--flags:node:v20.1:...`` ->
+    ``esbuild 0.28.2, node 20.1``."""
+    parts = toolchain.split(":")
+    shown: list[str] = []
+    for i, tool in enumerate(parts):
+        if not re.fullmatch(r"[a-z][a-z+]*", tool) or i + 1 >= len(parts):
+            continue
+        found = _VERSION.search(" ".join(parts[i + 1 : i + 3]))
+        if found:
+            shown.append(f"{tool} {found.group(0)}")
+    return ", ".join(dict.fromkeys(shown)) or toolchain
+
+
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?")
 
 
 def _language_versions() -> dict[str, str]:

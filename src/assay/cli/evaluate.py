@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ValidationError
-from ._common import EXIT_USAGE, app, console, err_console, make_runner
+from ._common import app, console, err_console, make_runner, usage_error
 
 
 @app.command("eval")
@@ -24,14 +24,21 @@ def eval_(
             "--format",
             "-f",
             help="humaneval, humanevalplus, mbpp, mbppplus, apps, codecontests, livecodebench, "
-            "prime, kodcode, acecoder, kattis, humaneval-x, multipl-e.",
+            "prime, kodcode, acecoder, kattis, humaneval-x, multipl-e (any case).",
         ),
     ],
     samples: Annotated[
         Path, typer.Option("--samples", help='JSONL rows {"task_id", "completion"|"solution"}.')
     ],
     out: Annotated[Path, typer.Option("--out", help="Where to write one JSON row per sample.")],
-    tests: Annotated[str, typer.Option("--tests", help="EvalPlus inputs: base or plus.")] = "plus",
+    tests: Annotated[
+        str | None,
+        typer.Option(
+            "--tests",
+            help="humanevalplus and mbppplus only: 'base' or 'plus' inputs (plus if not given).",
+            show_default=False,
+        ),
+    ] = None,
     workers: Annotated[
         int, typer.Option("--workers", help="Sandbox slots judging at once (default: CPU cores).")
     ] = len(os.sched_getaffinity(0)),
@@ -40,7 +47,9 @@ def eval_(
         typer.Option(
             "--language",
             "-l",
-            help="For multilingual datasets: humaneval-x checks it, multipl-e picks its rows.",
+            help="The samples' language (aliases such as js, c++, golang accepted). "
+            "humaneval-x checks it, multipl-e picks its rows; stdio formats (apps, "
+            "codecontests, kattis...) judge any language; the others are Python only.",
         ),
     ] = None,
     records: Annotated[
@@ -84,14 +93,18 @@ def eval_(
     """
     from .._progress import judging_progress
     from ..evaluate import NOT_JUDGED, evaluate, summarize
-    from ..formats import FORMATS
+    from ..formats import canonical
 
-    if fmt not in FORMATS:
-        err_console.print(f"[red]error:[/] --format: unknown format {fmt!r}")
-        raise typer.Exit(EXIT_USAGE)
+    try:
+        fmt = canonical(fmt)
+    except ValidationError as exc:
+        usage_error("--format", exc.message)
+    if tests is not None and fmt not in ("humanevalplus", "mbppplus"):
+        usage_error(
+            "--tests", f"only humanevalplus and mbppplus have base and plus tests, not {fmt}"
+        )
     if workers < 1:
-        err_console.print("[red]error:[/] --workers: must be at least 1")
-        raise typer.Exit(EXIT_USAGE)
+        usage_error("--workers", "must be at least 1")
     limit: float | str = time_limit
     if time_limit not in ("derive", "format"):
         try:
@@ -99,10 +112,7 @@ def eval_(
         except ValueError:
             limit = -1.0
         if not 0 < limit <= 3600:
-            err_console.print(
-                "[red]error:[/] --time-limit: 'derive', 'format' or seconds in (0, 3600]"
-            )
-            raise typer.Exit(EXIT_USAGE)
+            usage_error("--time-limit", "'derive', 'format' or seconds in (0, 3600]")
     runner = make_runner(insecure)
     try:
         with judging_progress(err_console) as (on_start, on_row):
@@ -111,7 +121,7 @@ def eval_(
                 fmt,
                 samples,
                 out,
-                tests,
+                tests or "plus",
                 workers,
                 runner,
                 on_result=on_row,
@@ -123,23 +133,42 @@ def eval_(
                 time_limit=limit,
             )
     except ValidationError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_USAGE) from exc
+        usage_error(_ARGUMENTS.get(exc.field.split("[")[0], "DATASET"), _message(exc))
     finally:
         runner.close()
     not_judged = sorted(
         {(r["task_id"], r["reason"]) for r in rows if r["reason"].startswith(NOT_JUDGED)}
     )
     for task, reason in not_judged:
-        err_console.print(f"[yellow]warning:[/] {task}: {reason}")
+        err_console.print(f"[yellow]warning:[/] {task}: {reason}", highlight=False, soft_wrap=True)
     summary = summarize(rows)
-    table = Table(title=f"{fmt}: {summary['samples']} samples, {summary['tasks']} tasks")
+    console.print(f"{fmt}: {summary['samples']} samples, {summary['tasks']} tasks", highlight=False)
+    table = Table()
     table.add_column("measure")
     table.add_column("value")
     table.add_row("accepted", f"{summary['accepted']} / {summary['samples']}")
     for verdict, count in summary["verdicts"].items():
         table.add_row(f"  {verdict}", str(count))
-    for key in ("pass@1", "pass@10", "pass@100"):
-        if key in summary:
-            table.add_row(key, f"{summary[key]:.4f}")
+    for key, value in summary.items():
+        if key.startswith("pass@"):
+            table.add_row(key, f"{value:.4f}")
     console.print(table)
+
+
+#: ValidationError fields of :func:`assay.evaluate.evaluate`, as the command's arguments.
+_ARGUMENTS = {
+    "format": "--format",
+    "language": "--language",
+    "samples": "--samples",
+    "out": "--out",
+    "tests": "--tests",
+    "time_limit": "--time-limit",
+    "dataset": "DATASET",
+}
+
+
+def _message(exc: ValidationError) -> str:
+    """The message, keeping the field when it says more than the argument does."""
+    if exc.field.split("[")[0] in _ARGUMENTS:
+        return exc.message
+    return f"{exc.field}: {exc.message}"

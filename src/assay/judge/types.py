@@ -19,6 +19,9 @@ Verdict = Literal[
     "output_limit",
     "compile_error",
     "sandbox_error",
+    # A model's response that holds no code at all (only prose or empty fences): reward 0,
+    # nothing is run. Given where responses are read (``assay eval``), never by the judge.
+    "no_code",
 ]
 
 
