@@ -220,3 +220,23 @@ def test_graceful_shutdown_finishes_inflight_and_cancels_the_rest() -> None:
     finally:
         gate.set()
         ex.close()
+
+
+def test_v1_judge_passed_and_total_with_stop_on_failure(client: httpx.Client) -> None:
+    # Issue 14: passed 1, total 2 with tests [(0, wrong_answer), (2, accepted)]. Now total
+    # is the problem's test count and passed the tests before the first failure.
+    code = "def sq(x):\n    return x * x\nif __name__ == '__main__':\n    print(int(input()) + 1)\n"
+    problem = {
+        "id": "mixed",
+        "tests": [
+            {"kind": "stdio", "input": "1\n", "expected": "1\n"},
+            {"kind": "stdio", "input": "2\n", "expected": "3\n"},
+            {"kind": "call", "fn_name": "sq", "args": [3], "expected_value": 9},
+        ],
+    }
+    body = {"code": code, "problem": problem, "stop_on_failure": True}
+    (r,) = client.post("/v1/judge", json=body).json()["results"]
+    assert (r["verdict"], r["passed"], r["total"]) == ("wrong_answer", 0, 3)
+    assert [(t["index"], t["verdict"]) for t in r["tests"]] == [(0, "wrong_answer")]
+    (r,) = client.post("/v1/judge", json={**body, "stop_on_failure": False}).json()["results"]
+    assert (r["verdict"], r["passed"], r["total"]) == ("wrong_answer", 2, 3)

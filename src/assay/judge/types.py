@@ -99,15 +99,20 @@ class TestResult:
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
+    """The verdict on a submission. ``total`` is the problem's number of tests, whether or
+    not each ran (with stop-on-failure the tests after the first failure have no result);
+    ``passed`` is how many of them were accepted. If not given, ``total`` is ``len(tests)``."""
+
     verdict: Verdict
     tests: list[TestResult]
     reward: float | None
     reason: str = ""
+    total: int = -1
+
+    def __post_init__(self) -> None:
+        if self.total < 0:
+            object.__setattr__(self, "total", len(self.tests))
 
     @property
     def passed(self) -> int:
         return sum(t.verdict == "accepted" for t in self.tests)
-
-    @property
-    def total(self) -> int:
-        return len(self.tests)

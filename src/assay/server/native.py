@@ -95,8 +95,8 @@ def to_result(r: JobResult) -> JudgeResult:
         verdict=r.verdict,
         reward=r.reward,
         reason=r.reason,
-        passed=sum(t.verdict == "accepted" for t in tests),
-        total=len(tests),
+        passed=r.judgement.passed if r.judgement is not None else 0,
+        total=r.judgement.total if r.judgement is not None else 0,
         tests=[
             TestResultModel(
                 index=t.index,
