@@ -234,7 +234,8 @@ def _verdict_of(result: ExecResult) -> Verdict:
 
 
 def _tail(result: ExecResult) -> str:
-    return result.stderr.decode(errors="replace")[-500:]
+    # Worded as the script harness words it, so a format's test kind never shows.
+    return result.stderr.decode(errors="replace")[-500:] or "the submission's process is gone"
 
 
 class _Link:

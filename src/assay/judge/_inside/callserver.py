@@ -125,9 +125,23 @@ def main():
     module = types.ModuleType("solution")
     module.__file__ = source_path
     sys.modules["solution"] = module
-    with open(source_path, "rb") as fh:
-        code = compile(fh.read(), source_path, "exec")
-    exec(code, module.__dict__)
+    try:
+        with open(source_path, "rb") as fh:
+            code = compile(fh.read(), source_path, "exec")
+        exec(code, module.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        # The submission's failure, told without this file's frames: the traceback starts
+        # at the submission's own code (a SyntaxError has none: its message says where).
+        import traceback
+
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != source_path:
+            tb = tb.tb_next
+        sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
+        sys.stderr.flush()
+        sys.exit(1)
     while True:
         line = reader.readline()
         if not line:
