@@ -240,3 +240,35 @@ def test_v1_judge_passed_and_total_with_stop_on_failure(client: httpx.Client) ->
     assert [(t["index"], t["verdict"]) for t in r["tests"]] == [(0, "wrong_answer")]
     (r,) = client.post("/v1/judge", json={**body, "stop_on_failure": False}).json()["results"]
     assert (r["verdict"], r["passed"], r["total"]) == ("wrong_answer", 2, 3)
+
+
+def _events(client: httpx.Client, bid: str, last: str | None = None) -> list[tuple[str, str, dict]]:  # type: ignore[type-arg]
+    """(event, id, data) of a batch's event stream, optionally resumed after ``last``."""
+    headers = {"Last-Event-ID": last} if last is not None else {}
+    out: list[tuple[str, str, dict]] = []  # type: ignore[type-arg]
+    kind, ident = "", ""
+    with client.stream("GET", f"/v1/batches/{bid}/events", headers=headers) as stream:
+        assert stream.status_code == 200
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind, ident = line[7:], ""
+            elif line.startswith("id: "):
+                ident = line[4:]
+            elif line.startswith("data: "):
+                out.append((kind, ident, json.loads(line[6:])))
+    return out
+
+
+def test_batch_events_resume_after_last_event_id(client: httpx.Client) -> None:
+    # Issue 14: ids were the jobs' indices (not increasing) and Last-Event-ID was ignored.
+    subs = [{"code": GOOD + f"  # {i}"} for i in range(4)]
+    bid = client.post("/v1/batches", json={"problem": ADD, "submissions": subs}).json()["batch_id"]
+    first = _events(client, bid)
+    assert [k for k, _, _ in first] == ["result"] * 4 + ["end"]
+    assert [i for _, i, _ in first[:4]] == ["1", "2", "3", "4"]
+    again = _events(client, bid, last="2")
+    assert [(k, i) for k, i, _ in again] == [("result", "3"), ("result", "4"), ("end", "")]
+    assert [d["index"] for _, _, d in again[:2]] == [d["index"] for _, _, d in first[2:4]]
+    assert [k for k, _, _ in _events(client, bid, last="4")] == ["end"]
+    bad = client.get(f"/v1/batches/{bid}/events", headers={"Last-Event-ID": "9"})
+    assert bad.status_code == 422 and "Last-Event-ID" in bad.json()["field"]

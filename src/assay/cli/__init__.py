@@ -7,10 +7,32 @@ Exit status: 0 when the sandbox did its job (whatever the program did), 2 for us
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
+import typer
+
+from .. import __version__
 from ..errors import ValidationError
 from . import demo, doctor, evaluate, run  # noqa: F401  (each registers its command)
 from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, app, console, err_console
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"assay {__version__}", highlight=False)
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Assay: run untrusted code in secure, fast sandboxes and judge it."""
 
 
 def _register_records() -> None:

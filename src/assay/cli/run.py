@@ -24,7 +24,10 @@ def run(
     language: Annotated[
         str | None,
         typer.Option(
-            "--language", "-l", help="python, c, cpp, executable (default: from extension)."
+            "--language",
+            "-l",
+            help=f"{', '.join(languages.names())}, or an alias "
+            f"({', '.join(sorted(languages.aliases()))}); default: from the file's extension.",
         ),
     ] = None,
     stdin: Annotated[
