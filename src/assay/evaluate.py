@@ -168,8 +168,9 @@ def evaluate(
             if s.problem is not None and s.task_id in ready and not s.no_code
         ]
         with fh, LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex:
+            known = {**problems, **ready}  # the limits a row shows: derived where they were
             for pos, s in enumerate(samples):
-                row = _unjudged_row(s, {**problems, **ready}, broken)
+                row = _unjudged_row(s, known, broken)
                 if row is not None:
                     emit(pos, row)
             handle = ex.submit(

@@ -272,3 +272,22 @@ def test_batch_events_resume_after_last_event_id(client: httpx.Client) -> None:
     assert [k for k, _, _ in _events(client, bid, last="4")] == ["end"]
     bad = client.get(f"/v1/batches/{bid}/events", headers={"Last-Event-ID": "9"})
     assert bad.status_code == 422 and "Last-Event-ID" in bad.json()["field"]
+
+
+def test_language_aliases_over_http(client: httpx.Client) -> None:
+    # Issue 14: the usual aliases work wherever a language is named.
+    for alias, code in (
+        ("py", "print(7)"),
+        ("python3", "print(7)"),
+        ("sh", "echo 7"),
+        ("js", "console.log(7)"),
+        ("nodejs", "console.log(7)"),
+    ):
+        r = client.post("/v1/run", json={"code": code, "language": alias})
+        assert r.status_code == 200, (alias, r.text)
+        assert (r.json()["status"], r.json()["stdout"]) == ("ok", "7\n"), alias
+    r = client.post("/run_code", json={"code": "echo 7", "language": "SH"})
+    assert r.json()["run_result"]["stdout"] == "7\n"
+    body = {"code": "def sq(x):\n    return x * x\n", "language": "py", "problem": SQ}
+    (res,) = client.post("/v1/judge", json=body).json()["results"]
+    assert res["verdict"] == "accepted"
