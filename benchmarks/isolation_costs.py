@@ -93,7 +93,11 @@ def main() -> None:
         ("getppid, no filter (ns)", bare_ns, "baseline"),
         ("getppid, sandbox filter (ns)", filt_ns, "seccomp incl. by-number prefix"),
         ("print(1) on a warm slot, p50 (ms)", warm_ms, "baseline"),
-        ("print(1) needing a new slot, p50 (ms)", cold_ms, "slot start: namespaces, uid, /proc masks"),
+        (
+            "print(1) needing a new slot, p50 (ms)",
+            cold_ms,
+            "slot start: namespaces, uid, /proc masks",
+        ),
     ]
     for name, value, what in rows:
         print(f"{name:48s} {value:10.2f}   {what}")
