@@ -126,9 +126,10 @@ def run_calls(
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
     if not (stop_on_failure and results and results[-1].verdict != "accepted"):
         failed = _verdict_of(result)
-        results += [
-            TestResult(index, failed, message=_tail(result)) for index, _ in tests[len(results) :]
-        ]
+        why = _tail(result)
+        if not why and failed == "runtime_error":  # ended before answering, without a word:
+            why = "the submission's process is gone"  # worded as the script harness words it
+        results += [TestResult(index, failed, message=why) for index, _ in tests[len(results) :]]
     return _measured(results, result)
 
 
