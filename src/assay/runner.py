@@ -83,6 +83,12 @@ class Runner:
         """True when the sandbox runs without some mandatory isolation control (opted out)."""
         return self.sandbox.insecure
 
+    @property
+    def python(self) -> str:
+        """The sandbox's Python interpreter, for a request that runs it afresh (``exec``)
+        instead of through the warm fork server."""
+        return self.sandbox.config.python
+
     def warm_up(self, slots: int) -> None:
         """Arm up to ``slots`` sandboxes now (at most the pool size) instead of on first use."""
         self.sandbox.warm_up(min(slots, self.sandbox.pool_size))

@@ -68,10 +68,8 @@ def _run(
         req = RunRequest("python", ["/work/oracle.py"], files, limits=limits)
     else:  # a fresh interpreter, so the hash seed really differs
         env = {**defaults.SANDBOX_ENV, "PYTHONHASHSEED": str(hash_seed)}
-        req = RunRequest(
-            "exec", [runner.sandbox.config.python, "/work/oracle.py"], files, limits=limits, env=env
-        )
-    result = runner.sandbox.execute(req)
+        req = RunRequest("exec", [runner.python, "/work/oracle.py"], files, limits=limits, env=env)
+    result = runner.execute(req)
     items = []
     for line in result.stdout.splitlines():
         try:
