@@ -208,3 +208,33 @@ def test_top_level_help_lists_commands() -> None:
     assert proc.returncode == 0
     for command in ("run", "doctor", "demo"):
         assert command in proc.stdout
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    import assay
+
+    proc = assay_cli("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"assay {assay.__version__}" == f"assay {version('assay')}"
+
+
+def test_help_says_what_the_code_does() -> None:
+    # Issue 14: `run --help` listed "python, c, cpp, executable"; `eval --help` showed
+    # `--tests` with a default for every format.
+    from assay import languages
+
+    run_help = " ".join(assay_cli("run", "--help").stdout.split())
+    for name in [*languages.names(), "js", "c++", "golang"]:
+        assert name in run_help, name
+    eval_help = " ".join(assay_cli("eval", "--help").stdout.split())
+    tests_help = eval_help[eval_help.index("--tests") :][:200]
+    assert "humanevalplus and mbppplus only" in tests_help
+    assert "default: plus" not in tests_help
+
+
+def test_readme_names_every_humaneval_x_language() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "`humaneval-x` (Python)" not in readme
+    assert "`humaneval-x` (C++, Go, Java, JavaScript, Python, Rust" in readme

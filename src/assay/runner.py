@@ -81,14 +81,15 @@ class Runner:
         return magic if isinstance(magic, str) else None
 
     @property
-    def python(self) -> str:
-        """The sandbox's Python interpreter (for a run that needs a fresh one)."""
-        return self.sandbox.config.python
-
-    @property
     def insecure(self) -> bool:
         """True when the sandbox runs without some mandatory isolation control (opted out)."""
         return self.sandbox.insecure
+
+    @property
+    def python(self) -> str:
+        """The sandbox's Python interpreter, for a request that runs it afresh (``exec``)
+        instead of through the warm fork server."""
+        return self.sandbox.config.python
 
     def warm_up(self, slots: int) -> None:
         """Arm up to ``slots`` sandboxes now (at most the pool size) instead of on first use."""

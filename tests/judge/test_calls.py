@@ -231,3 +231,49 @@ def test_ranges_and_dict_views_keep_their_python_meaning(judge: Judge) -> None:
     lenient = Problem("lenient", [_call("gen", [2], [0, 1])])
     j = judge.judge(Submission(lenient, "def gen(n):\n    yield from range(n)\n"))
     assert j.verdict == "accepted"
+
+
+def test_call_tests_are_measured(runner: Runner) -> None:
+    # Issue 14: call tests reported cpu_s, wall_s and peak memory 0, so the efficiency and
+    # memory rewards and the records were blind to them. The run's kernel-measured CPU and
+    # wall time are split over its tests; each test carries the run's peak.
+    burn = (
+        "def f(x):\n"
+        "    block = bytearray(40 << 20)\n"
+        "    n = 0\n"
+        "    for i in range(1_500_000):\n"
+        "        n += i\n"
+        "    return x\n"
+    )
+    problem = Problem("burn", [_call("f", [1], 1), _call("f", [2], 2)], limits=Limits(time_s=5))
+    j = Judge(runner).judge(Submission(problem, burn))
+    assert j.verdict == "accepted"
+    for t in j.tests:
+        assert t.cpu_s > 0.02 and t.wall_s >= t.cpu_s * 0.5
+        assert t.peak_memory_bytes > 40 << 20
+    assert j.tests[0].cpu_s == j.tests[1].cpu_s  # one run, split evenly
+    from assay.reward import EfficiencyReward, MemoryReward
+
+    cpu = sum(t.cpu_s for t in j.tests)
+    assert EfficiencyReward(reference_cpu_s=cpu / 2, floor_s=0.001)(j, problem).value < 0.75
+    peak = j.tests[0].peak_memory_bytes
+    assert MemoryReward(reference_peak_memory_bytes=peak / 4)(j, problem).value < 0.5
+    # A failed run (the second call raises): every test still carries the run's figures.
+    j = Judge(runner).judge(Submission(problem, burn.replace("return x", "return 1 // (x - 2)")))
+    assert j.verdict != "accepted"
+    assert all(t.cpu_s > 0.02 and t.peak_memory_bytes > 40 << 20 for t in j.tests)
+
+
+def test_call_tests_are_measured_in_records(runner: Runner) -> None:
+    from assay.executor import LocalExecutor
+    from assay.telemetry import MemoryWriter
+
+    problem = Problem("alloc", [_call("f", [1], 1)], limits=Limits(time_s=5))
+    code = "def f(x):\n    block = bytearray(40 << 20)\n    return x\n"
+    records = MemoryWriter()
+    with LocalExecutor(runner, slots=1, records=records, cache=False) as ex:
+        (result,) = ex.run([Submission(problem, code)], caller="test")
+    assert result.verdict == "accepted"
+    (record,) = records.records
+    assert record["cpu_s"] > 0 and record["wall_s"] > 0
+    assert record["peak_memory_bytes"] > 40 << 20

@@ -48,3 +48,50 @@ def test_problem_without_tests_is_an_error() -> None:
     with pytest.raises(ValidationError) as info:
         Problem("empty", [])
     assert info.value.field == "tests"
+
+
+# A program with a function (for call tests) and a main (for stdio tests): the main doubles
+# its input, except on "loop", where it never ends.
+MIXED_CODE = (
+    "import sys\n"
+    "def f(x):\n"
+    "    return x * 2\n"
+    "if __name__ == '__main__':\n"
+    "    data = sys.stdin.read().strip()\n"
+    "    while data == 'loop':\n"
+    "        pass\n"
+    "    print(int(data) * 2)\n"
+)
+
+
+def _mixed(*tests: TestCase) -> Problem:
+    return Problem("mixed", list(tests), limits=Limits(time_s=0.5))
+
+
+def _call(arg: int, expected: int) -> TestCase:
+    return TestCase(kind="call", options={"fn_name": "f", "args": [arg]}, expected_value=expected)
+
+
+def test_stop_on_failure_counts_passed_and_total_one_way(judge: Judge) -> None:
+    # Issue 14: a stdio test that fails before a call test that passes gave passed 1,
+    # total 2, tests [(0, wrong_answer), (2, accepted)]. total is the problem's count and
+    # passed the tests before the first failure (in index order).
+    problem = _mixed(
+        TestCase(input="1\n", expected="3\n"),
+        TestCase(input="2\n", expected="4\n"),
+        _call(2, 4),
+    )
+    stop = judge.judge(Submission(problem, MIXED_CODE), stop_on_failure=True)
+    assert [(t.index, t.verdict) for t in stop.tests] == [(0, "wrong_answer")]
+    assert (stop.verdict, stop.passed, stop.total) == ("wrong_answer", 0, 3)
+    every = judge.judge(Submission(problem, MIXED_CODE))
+    assert (every.verdict, every.passed, every.total) == ("wrong_answer", 2, 3)
+
+
+def test_stop_on_failure_gives_the_verdict_of_all_tests(judge: Judge) -> None:
+    # The first failing test by index decides, whichever kind of test runs fastest.
+    problem = _mixed(TestCase(input="loop\n", expected="0\n"), _call(1, 3))
+    every = judge.judge(Submission(problem, MIXED_CODE))
+    stop = judge.judge(Submission(problem, MIXED_CODE), stop_on_failure=True)
+    assert every.verdict == stop.verdict == "time_limit"
+    assert (stop.passed, stop.total, len(stop.tests)) == (0, 2, 1)

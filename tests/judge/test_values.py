@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from assay import ValidationError
-from assay.judge.values import BadValue, decode, encode, equal
+from assay.judge.values import BadValue, Iterated, Opaque, decode, encode, equal
 
 plain = st.recursive(
     st.none()
@@ -84,14 +84,54 @@ json_like = st.recursive(
 )
 
 
-@given(json_like)
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _builtins_only(value: object) -> bool:
+    """Made of builtin types only, by exact type (no subclass), at any depth; the decoder's
+    own records of an opaque object or an iterator hold builtin values too."""
+    if type(value) in _PLAIN:
+        return True
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_builtins_only(v) for v in value)  # type: ignore[attr-defined]
+    if type(value) is dict:
+        return all(_builtins_only(k) and _builtins_only(v) for k, v in value.items())  # type: ignore[attr-defined]
+    if type(value) is Opaque:
+        return type(value.type_name) is str and type(value.truthy) is bool  # type: ignore[attr-defined]
+    if type(value) is Iterated:
+        return type(value.type_name) is str and _builtins_only(value.items)  # type: ignore[attr-defined]
+    return False
+
+
+tagged = st.recursive(
+    st.just(["n"])
+    | st.booleans().map(lambda b: ["b", b])
+    | st.integers().map(lambda i: ["i", format(i, "x")])
+    | st.floats().map(lambda f: ["f", repr(f)])
+    | st.text(max_size=6).map(lambda t: ["s", t])
+    | st.binary(max_size=6).map(lambda b: ["y", b.decode("latin-1")])
+    | st.tuples(st.text(max_size=6), st.booleans()).map(lambda o: ["o", 0, o[1], o[0]]),
+    lambda inner: (
+        st.tuples(st.sampled_from(["l", "t"]), st.lists(inner, max_size=4)).map(list)
+        | st.lists(inner, max_size=4).map(lambda xs: ["g", "generator", bool(xs), xs])
+        | st.lists(st.tuples(st.text(max_size=3), inner), max_size=3).map(
+            lambda kv: ["d", [[["s", k], v] for k, v in kv]]
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_like | tagged)
 def test_decoder_never_fails_other_than_badvalue(data: object) -> None:
     """Whatever a hostile submission sends back, the trusted decoder either returns builtin
-    values or raises BadValue: never another exception."""
+    values or raises BadValue: never another exception, and never an object of another type
+    (which could bring its own ``__eq__`` to the comparison)."""
     try:
-        decode(data)
+        value = decode(data)
     except BadValue:
-        pass
+        return
+    assert _builtins_only(value), repr(value)
 
 
 @given(

@@ -220,3 +220,74 @@ def test_graceful_shutdown_finishes_inflight_and_cancels_the_rest() -> None:
     finally:
         gate.set()
         ex.close()
+
+
+def test_v1_judge_passed_and_total_with_stop_on_failure(client: httpx.Client) -> None:
+    # Issue 14: passed 1, total 2 with tests [(0, wrong_answer), (2, accepted)]. Now total
+    # is the problem's test count and passed the tests before the first failure.
+    code = "def sq(x):\n    return x * x\nif __name__ == '__main__':\n    print(int(input()) + 1)\n"
+    problem = {
+        "id": "mixed",
+        "tests": [
+            {"kind": "stdio", "input": "1\n", "expected": "1\n"},
+            {"kind": "stdio", "input": "2\n", "expected": "3\n"},
+            {"kind": "call", "fn_name": "sq", "args": [3], "expected_value": 9},
+        ],
+    }
+    body = {"code": code, "problem": problem, "stop_on_failure": True}
+    (r,) = client.post("/v1/judge", json=body).json()["results"]
+    assert (r["verdict"], r["passed"], r["total"]) == ("wrong_answer", 0, 3)
+    assert [(t["index"], t["verdict"]) for t in r["tests"]] == [(0, "wrong_answer")]
+    (r,) = client.post("/v1/judge", json={**body, "stop_on_failure": False}).json()["results"]
+    assert (r["verdict"], r["passed"], r["total"]) == ("wrong_answer", 2, 3)
+
+
+def _events(client: httpx.Client, bid: str, last: str | None = None) -> list[tuple[str, str, dict]]:  # type: ignore[type-arg]
+    """(event, id, data) of a batch's event stream, optionally resumed after ``last``."""
+    headers = {"Last-Event-ID": last} if last is not None else {}
+    out: list[tuple[str, str, dict]] = []  # type: ignore[type-arg]
+    kind, ident = "", ""
+    with client.stream("GET", f"/v1/batches/{bid}/events", headers=headers) as stream:
+        assert stream.status_code == 200
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind, ident = line[7:], ""
+            elif line.startswith("id: "):
+                ident = line[4:]
+            elif line.startswith("data: "):
+                out.append((kind, ident, json.loads(line[6:])))
+    return out
+
+
+def test_batch_events_resume_after_last_event_id(client: httpx.Client) -> None:
+    # Issue 14: ids were the jobs' indices (not increasing) and Last-Event-ID was ignored.
+    subs = [{"code": GOOD + f"  # {i}"} for i in range(4)]
+    bid = client.post("/v1/batches", json={"problem": ADD, "submissions": subs}).json()["batch_id"]
+    first = _events(client, bid)
+    assert [k for k, _, _ in first] == ["result"] * 4 + ["end"]
+    assert [i for _, i, _ in first[:4]] == ["1", "2", "3", "4"]
+    again = _events(client, bid, last="2")
+    assert [(k, i) for k, i, _ in again] == [("result", "3"), ("result", "4"), ("end", "")]
+    assert [d["index"] for _, _, d in again[:2]] == [d["index"] for _, _, d in first[2:4]]
+    assert [k for k, _, _ in _events(client, bid, last="4")] == ["end"]
+    bad = client.get(f"/v1/batches/{bid}/events", headers={"Last-Event-ID": "9"})
+    assert bad.status_code == 422 and "Last-Event-ID" in bad.json()["field"]
+
+
+def test_language_aliases_over_http(client: httpx.Client) -> None:
+    # Issue 14: the usual aliases work wherever a language is named.
+    for alias, code in (
+        ("py", "print(7)"),
+        ("python3", "print(7)"),
+        ("sh", "echo 7"),
+        ("js", "console.log(7)"),
+        ("nodejs", "console.log(7)"),
+    ):
+        r = client.post("/v1/run", json={"code": code, "language": alias})
+        assert r.status_code == 200, (alias, r.text)
+        assert (r.json()["status"], r.json()["stdout"]) == ("ok", "7\n"), alias
+    r = client.post("/run_code", json={"code": "echo 7", "language": "SH"})
+    assert r.json()["run_result"]["stdout"] == "7\n"
+    body = {"code": "def sq(x):\n    return x * x\n", "language": "py", "problem": SQ}
+    (res,) = client.post("/v1/judge", json=body).json()["results"]
+    assert res["verdict"] == "accepted"

@@ -160,3 +160,23 @@ def test_every_command_has_help_with_an_example(command: str) -> None:
     result = invoke(command, "--help")
     assert result.exit_code == 0
     assert f"Example: assay records {command}" in result.output
+
+
+def test_show_reads_at_80_columns(tmp_path: Path, make_record: MakeRecord) -> None:
+    # Issue 14: at 80 columns every field of a record is shown whole (no "runtim…").
+    with JsonlWriter(tmp_path) as writer:
+        writer.write(
+            make_record(
+                job_id="8a870fed0000000f",
+                ended_at=NOON,
+                language="javascript",
+                verdict="runtime_error",
+                problem_id="HumanEval/163",
+            )
+        )
+    result = CliRunner().invoke(records_app, ["show", str(tmp_path)], env={**ENV, "COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert all(len(line) <= 80 for line in result.output.splitlines())
+    for whole in ("8a870fed0000000f", "javascript", "runtime_error", "HumanEval/163", "queue s"):
+        assert whole in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import ValidationError
 from ..judge import Problem
@@ -46,6 +47,16 @@ FORMATS = (
 GIVEN_LIMITS = frozenset({"codecontests", "kattis", "assay"})
 
 
+def canonical(fmt: str) -> str:
+    """The format called ``fmt``, case-insensitively and with or without dashes
+    (``MBPP``, ``HumanEval-X``, ``humanevalx``); an unknown name is an error listing them."""
+    key = fmt.strip().lower().replace("_", "-")
+    for name in (*FORMATS, "taco"):
+        if key in (name, name.replace("-", "")):
+            return name
+    raise ValidationError("format", f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
 def load(
     path: str | Path,
     fmt: str,
@@ -58,9 +69,27 @@ def load(
     checks (HumanEval-X) or chooses (MultiPL-E) the language of multilingual datasets."""
     if tests not in ("base", "plus"):
         raise ValidationError("tests", "must be 'base' or 'plus'")
+    fmt = canonical(fmt)
     if fmt == "kattis":
         return kattis.load(path)
     records = read_records(path)
+    try:
+        return _load(records, fmt, tests, runner, language)
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        # A record without the fields the format reads: most often another format's file.
+        what = f"the field {exc}" if isinstance(exc, KeyError) else f"a field ({exc})"
+        raise ValidationError(
+            "dataset", f"{path}: a record lacks {what} the {fmt} format reads; is it a {fmt} file?"
+        ) from None
+
+
+def _load(
+    records: list[dict[str, Any]],
+    fmt: str,
+    tests: str,
+    runner: Runner | None,
+    language: str | None,
+) -> list[Problem]:
     if fmt == "assay":
         return assay_suite.load(records)
     if fmt == "humaneval":
@@ -88,4 +117,4 @@ def load(
     raise ValidationError("format", f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-__all__ = ["FORMATS", "GIVEN_LIMITS", "load"]
+__all__ = ["FORMATS", "GIVEN_LIMITS", "canonical", "load"]

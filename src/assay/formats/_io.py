@@ -10,24 +10,38 @@ from typing import Any
 from ..errors import ValidationError
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
+def read_records(path: str | Path, what: str = "dataset") -> list[dict[str, Any]]:
+    """The records of a JSON Lines file (gzip if it ends in .gz) or of a JSON array; errors
+    name ``what`` the file is (``dataset``, ``samples``) and the line at fault."""
     p = Path(path)
     if not p.exists():
-        raise ValidationError("dataset", f"{p} does not exist")
-    if p.suffix == ".gz":
-        with gzip.open(p, "rt", encoding="utf-8") as fh:
-            text = fh.read()
-    else:
-        text = p.read_text(encoding="utf-8")
-    stripped = text.lstrip()
+        raise ValidationError(what, f"{p} does not exist")
     try:
-        if stripped.startswith("["):
-            data = json.loads(text)
+        if p.suffix == ".gz":
+            with gzip.open(p, "rt", encoding="utf-8") as fh:
+                text = fh.read()
         else:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise ValidationError("dataset", f"{p}: not JSON or JSON Lines ({exc})") from exc
-    if not all(isinstance(r, dict) for r in data):
-        raise ValidationError("dataset", f"{p}: every record must be an object")
+            text = p.read_text(encoding="utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise ValidationError(what, f"{p}: cannot be read ({exc})") from None
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(what, f"{p}: not a JSON array ({exc})") from None
+        if not isinstance(data, list):
+            raise ValidationError(what, f"{p}: not a JSON array")
+    else:
+        data = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                data.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValidationError(what, f"{p} line {n}: not JSON ({exc.msg})") from None
+    for n, record in enumerate(data, start=1):
+        if not isinstance(record, dict):
+            raise ValidationError(what, f"{p}: record {n} is not a JSON object")
     records: list[dict[str, Any]] = data
     return records

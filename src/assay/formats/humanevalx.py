@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import languages
 from ..errors import ValidationError
 from ..judge import Problem, TestCase
 from ..types import Limits
@@ -69,6 +70,8 @@ def native_problem(rec: dict[str, Any], language: str) -> Problem:
 
 def load(records: list[dict[str, Any]], language: str | None = None) -> list[Problem]:
     """``language`` (optional) must match the records' task ids (``CPP/0`` is C++)."""
+    if language is not None:
+        language = languages.canonical(language)  # js, c++, golang, ...
     out = []
     for n, rec in enumerate(records):
         prefix = str(rec.get("task_id", "")).split("/")[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import languages
 from ..errors import ValidationError
 from ..judge import Problem, TestCase
 from ..types import Limits
@@ -69,7 +70,7 @@ def problem(rec: dict[str, Any], n: int) -> Problem:
 
 def load(records: list[dict[str, Any]], language: str | None = None) -> list[Problem]:
     """All rows, or with ``language`` (an Assay name or a MultiPL-E code) only that language's."""
-    wanted = LANGUAGES.get(language, language) if language else None
+    wanted = LANGUAGES.get(language, languages.canonical(language)) if language else None
     problems = [problem(r, n) for n, r in enumerate(records)]
     if wanted is not None:
         problems = [p for p in problems if p.metadata["language"] == wanted]

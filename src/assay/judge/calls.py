@@ -12,6 +12,7 @@ import os
 import select
 import socket
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..runner import Runner
@@ -123,16 +124,26 @@ def run_calls(
     _, result = call_values(runner, code, calls, limits, grade)
     if result.status == "sandbox_error":  # our fault: no test result from this run stands
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
-    if stop_on_failure and results and results[-1].verdict != "accepted":
-        return results
-    failed = _verdict_of(result)
-    for index, _test in tests[len(results) :]:
-        results.append(
-            TestResult(
-                index, failed, result.cpu_s, result.wall_s, result.peak_memory_bytes, _tail(result)
-            )
-        )
-    return results
+    if not (stop_on_failure and results and results[-1].verdict != "accepted"):
+        failed = _verdict_of(result)
+        why = _tail(result)
+        if not why and failed == "runtime_error":  # ended before answering, without a word:
+            why = "the submission's process is gone"  # worded as the script harness words it
+        results += [TestResult(index, failed, message=why) for index, _ in tests[len(results) :]]
+    return _measured(results, result)
+
+
+def _measured(results: list[TestResult], run: ExecResult) -> list[TestResult]:
+    """The tests of one run, with what the kernel measured of that run: its CPU and wall
+    time split evenly over them (so that their sum, which the efficiency reward and the
+    records use, is the run's), and its peak memory as each one's peak (the largest, which
+    the memory reward uses, is the run's). Per-call figures from inside the sandbox would be
+    the submission's word; the cgroup only sees the whole run."""
+    n = max(1, len(results))
+    cpu, wall = run.cpu_s / n, run.wall_s / n
+    return [
+        replace(r, cpu_s=cpu, wall_s=wall, peak_memory_bytes=run.peak_memory_bytes) for r in results
+    ]
 
 
 def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
@@ -215,7 +226,8 @@ def _verdict_of(result: ExecResult) -> Verdict:
 
 
 def _tail(result: ExecResult) -> str:
-    return result.stderr.decode(errors="replace")[-500:]
+    # Worded as the script harness words it, so a format's test kind never shows.
+    return result.stderr.decode(errors="replace")[-500:] or "the submission's process is gone"
 
 
 class _Link:

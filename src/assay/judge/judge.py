@@ -5,6 +5,7 @@ Only raw outputs come back from the sandbox; expected answers never enter it.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 from .. import languages
@@ -26,42 +27,62 @@ class Judge:
         self.runner = runner
 
     def judge(self, submission: Submission, stop_on_failure: bool = False) -> Judgement:
-        """Judge ``submission``. With ``stop_on_failure``, no test is run after the first
-        one that fails (the verdict is the same; ``tests`` then holds only those that ran)."""
+        """Judge ``submission``. With ``stop_on_failure``, the tests run in index order and
+        none after the first one that fails: the verdict is the same as with every test
+        run, ``tests`` holds the tests up to the failure, and ``passed`` counts the tests
+        before it (``total`` is the problem's count either way)."""
         problem = submission.problem
         validate(submission)
-        calls = [(i, t) for i, t in enumerate(problem.tests) if t.kind == "call"]
-        scripts = [(i, t) for i, t in enumerate(problem.tests) if t.kind in ("script", "pytest")]
-        results: list[TestResult] = []
         code = submission.code.encode() if isinstance(submission.code, str) else submission.code
+        indexed = list(enumerate(problem.tests))
+        # Every test run: tests of a kind share one sandbox run (calls, scripts). Stop on
+        # failure: consecutive tests of a kind do, so that index order is kept.
+        groups = _runs_of_a_kind(indexed) if stop_on_failure else _by_kind(indexed)
+        results: list[TestResult] = []
+        for kind, tests in groups:
+            if stop_on_failure and any(r.verdict != "accepted" for r in results):
+                break
+            results.extend(self._run(kind, tests, submission, code, stop_on_failure))
+        results.sort(key=lambda r: r.index)
+        if stop_on_failure:
+            failed = next((k for k, r in enumerate(results) if r.verdict != "accepted"), None)
+            if failed is not None:
+                results = results[: failed + 1]
+        return _overall(results, len(problem.tests))
 
-        def failed() -> bool:
-            return stop_on_failure and any(r.verdict != "accepted" for r in results)
-
-        if calls:
-            results.extend(run_calls(self.runner, code, calls, problem.limits, stop_on_failure))
-        if scripts and not failed() and submission.language == "python":
-            results.extend(run_scripts(self.runner, code, scripts, problem.limits, stop_on_failure))
-        elif scripts and not failed():
+    def _run(
+        self,
+        kind: str,
+        tests: list[tuple[int, TestCase]],
+        submission: Submission,
+        code: bytes,
+        stop_on_failure: bool,
+    ) -> list[TestResult]:
+        limits = submission.problem.limits
+        if kind in ("call", "script") and submission.language == "python":
+            # A program that does not compile fails every test the same way under every
+            # format, with a message about the submission (not about our call server).
+            broken = _compile_error(code)
+            if broken is not None:
+                return [TestResult(i, "runtime_error", message=broken) for i, _ in tests]
+        if kind == "call":
+            return run_calls(self.runner, code, tests, limits, stop_on_failure)
+        if kind == "script" and submission.language == "python":
+            return run_scripts(self.runner, code, tests, limits, stop_on_failure)
+        if kind == "script":
             text = code.decode(errors="replace")
             lang = languages.get(submission.language).name
-            results.extend(run_native_scripts(self.runner, text, lang, scripts, problem.limits))
-        for i, test in enumerate(problem.tests):
-            if test.kind in ("call", "script", "pytest"):
-                continue
-            if failed():
-                break
-            result = self.runner.run(
-                submission.code, submission.language, test.input, problem.limits
-            )
-            tr = self._grade(problem, i, test, result)
+            return run_native_scripts(self.runner, text, lang, tests, limits)
+        results: list[TestResult] = []
+        for i, test in tests:
+            result = self.runner.run(submission.code, submission.language, test.input, limits)
+            tr = self._grade(submission.problem, i, test, result)
             results.append(tr)
             if tr.verdict == "compile_error":
                 break  # every test would say the same
             if stop_on_failure and tr.verdict != "accepted":
                 break
-        results.sort(key=lambda r: r.index)
-        return _overall(results, len(problem.tests))
+        return results
 
     def _grade(
         self, problem: Problem, index: int, test: TestCase, result: ExecResult
@@ -79,6 +100,43 @@ class Judge:
         assert test.expected is not None
         ok, message = compare.get(test.compare)(result.stdout_text, test.expected, test.options)
         return TestResult(index, "accepted" if ok else "wrong_answer", message=message, **common)  # type: ignore[arg-type]
+
+
+def _compile_error(code: bytes) -> str | None:
+    """``SyntaxError: message (solution.py, line n)`` if ``code`` is not valid Python."""
+    try:
+        with warnings.catch_warnings():  # the submission's warnings are not the host's
+            warnings.simplefilter("ignore")
+            compile(code, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _kind(test: TestCase) -> str:
+    return "script" if test.kind == "pytest" else test.kind
+
+
+def _by_kind(tests: list[tuple[int, TestCase]]) -> list[tuple[str, list[tuple[int, TestCase]]]]:
+    """Calls, then scripts (and pytest files), then stdio tests, each group in index order."""
+    return [
+        (kind, group)
+        for kind in ("call", "script", "stdio")
+        if (group := [(i, t) for i, t in tests if _kind(t) == kind])
+    ]
+
+
+def _runs_of_a_kind(
+    tests: list[tuple[int, TestCase]],
+) -> list[tuple[str, list[tuple[int, TestCase]]]]:
+    """Maximal runs of consecutive tests of one kind, in index order."""
+    groups: list[tuple[str, list[tuple[int, TestCase]]]] = []
+    for i, t in tests:
+        if groups and groups[-1][0] == _kind(t):
+            groups[-1][1].append((i, t))
+        else:
+            groups.append((_kind(t), [(i, t)]))
+    return groups
 
 
 def validate(submission: Submission) -> None:
@@ -140,7 +198,7 @@ def combine(parts: list[tuple[list[int], Judgement]], total: int) -> Judgement:
             results.append(replace(r, index=indices[r.index]))
     results.sort(key=lambda r: r.index)
     if broken is not None:
-        return Judgement("sandbox_error", results, None, broken.reason)
+        return Judgement("sandbox_error", results, None, broken.reason, total=total)
     return _overall(results, total)
 
 
@@ -153,12 +211,12 @@ def _overall(results: list[TestResult], total: int) -> Judgement:
             results,
             None,
             f"test {bad.index}: infrastructure failure: {bad.message}",
+            total=total,
         )
     for r in results:
         if r.verdict != "accepted":
-            return Judgement(
-                r.verdict, results, 0.0, f"test {r.index}: {r.verdict}: {r.message}".rstrip(": ")
-            )
+            reason = f"test {r.index}: {r.verdict}: {r.message}".rstrip(": ")
+            return Judgement(r.verdict, results, 0.0, reason, total=total)
     if len(results) < total:
-        return Judgement("sandbox_error", results, None, "not every test ran")
-    return Judgement("accepted", results, 1.0, f"all {total} tests passed")
+        return Judgement("sandbox_error", results, None, "not every test ran", total=total)
+    return Judgement("accepted", results, 1.0, f"all {total} tests passed", total=total)

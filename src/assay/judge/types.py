@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import languages
 from ..errors import ValidationError
 from ..types import Limits
 
@@ -18,6 +19,9 @@ Verdict = Literal[
     "output_limit",
     "compile_error",
     "sandbox_error",
+    # A model's response that holds no code at all (only prose or empty fences): reward 0,
+    # nothing is run. Given where responses are read (``assay eval``), never by the judge.
+    "no_code",
 ]
 
 
@@ -75,6 +79,11 @@ class Submission:
     code: str | bytes
     language: str = "python"
 
+    def __post_init__(self) -> None:
+        # An alias (``js``, ``py``, ``c++``) is stored as the language's own name, so the
+        # judge, rewards and records never see two spellings of one language.
+        object.__setattr__(self, "language", languages.canonical(self.language))
+
 
 @dataclass(frozen=True, slots=True)
 class TestResult:
@@ -90,6 +99,10 @@ class TestResult:
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
+    """The verdict on a submission. ``total`` is the problem's number of tests, whether or
+    not each ran (with stop-on-failure the tests after the first failure have no result);
+    ``passed`` is how many of them were accepted. If not given, ``total`` is ``len(tests)``."""
+
     verdict: Verdict
     tests: list[TestResult]
     reward: float | None
@@ -98,11 +111,12 @@ class Judgement:
     #: (e.g. its expected outputs could not be computed): then ``verdict`` is sandbox_error,
     #: ``reward`` None and ``tests`` empty. Read this field, not the reason's wording.
     judged: bool = True
+    total: int = -1
+
+    def __post_init__(self) -> None:
+        if self.total < 0:
+            object.__setattr__(self, "total", len(self.tests))
 
     @property
     def passed(self) -> int:
         return sum(t.verdict == "accepted" for t in self.tests)
-
-    @property
-    def total(self) -> int:
-        return len(self.tests)

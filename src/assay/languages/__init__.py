@@ -36,17 +36,33 @@ _ALIASES = {
     "golang": "go",
     "js": "javascript",
     "node": "javascript",
+    "nodejs": "javascript",
     "ts": "typescript",
     "sh": "bash",
 }
 
 
 def get(name: str) -> Language:
-    key = _ALIASES.get(name.lower(), name.lower())
+    """The language called ``name`` or one of its usual aliases (``js``, ``py``, ``c++``...),
+    case-insensitively."""
     try:
-        return _REGISTRY[key]
+        return _REGISTRY[canonical(name)]
     except KeyError:
         raise UnsupportedLanguageError(name, sorted(_REGISTRY)) from None
+
+
+def canonical(name: str) -> str:
+    """Assay's own name for ``name`` if it is a registered name or an alias of one (``js`` ->
+    ``javascript``), else ``name`` unchanged: the one place where aliases are resolved, so
+    that every entry point (CLI, Python API, HTTP) accepts the same spellings."""
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    return key if key in _REGISTRY else name
+
+
+def aliases() -> dict[str, str]:
+    """Every accepted alias and the language it names."""
+    return dict(_ALIASES)
 
 
 def names() -> list[str]:
@@ -61,4 +77,15 @@ def for_path(path: str) -> Language | None:
     return None
 
 
-__all__ = ["Build", "Language", "Program", "for_path", "get", "names", "request", "tool_version"]
+__all__ = [
+    "Build",
+    "Language",
+    "Program",
+    "aliases",
+    "canonical",
+    "for_path",
+    "get",
+    "names",
+    "request",
+    "tool_version",
+]

@@ -12,10 +12,10 @@ import binascii
 import json
 import math
 import posixpath
-import re
 from typing import Any
 
 from .. import languages
+from .._extract import extract
 from ..errors import UnsupportedLanguageError, ValidationError
 from ..judge import Problem, TestCase
 from ..judge import compare as _compare
@@ -23,19 +23,21 @@ from ..types import Limits
 from .models import LimitsModel, ProblemModel, TestModel
 from .settings import Settings
 
-#: SandboxFusion language names that are spelled differently in Assay.
-_SF_NAMES = {"nodejs": "javascript", "python3": "python", "c++": "cpp", "golang": "go"}
 #: Languages whose SandboxFusion response carries a ``compile_result``.
 COMPILED = frozenset({"c", "cpp", "java", "go", "rust"})
 
 
 def language(name: str, field: str = "language") -> str:
-    """Assay's canonical name for ``name`` (an Assay or a SandboxFusion language name)."""
+    """Assay's canonical name for ``name``: an Assay name or one of its aliases, which
+    include SandboxFusion's spellings (``nodejs``, ``python3``, ``c++``, ``golang``)."""
     try:
-        return languages.get(_SF_NAMES.get(name, name)).name
+        return languages.get(name).name
     except UnsupportedLanguageError:
-        known = ", ".join([*languages.names(), "nodejs"])
-        raise ValidationError(field, f"unknown language {name!r}; known: {known}") from None
+        known = ", ".join(languages.names())
+        aliases = ", ".join(sorted(languages.aliases()))
+        raise ValidationError(
+            field, f"unknown language {name!r}; known: {known} (aliases: {aliases})"
+        ) from None
 
 
 def code(text: str, settings: Settings, field: str = "code") -> str:
@@ -230,31 +232,9 @@ def label_problem(label: Any, field: str, limits_: Limits) -> Problem:
 
 # -- code extraction -----------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```([^\n`]*)\n(.*?)```", re.DOTALL)
-_OPEN = re.compile(r"```([^\n`]*)\n(.*)$", re.DOTALL)
-_TAGS = {
-    "python": {"python", "py", "python3"},
-    "cpp": {"cpp", "c++", "cxx", "cc"},
-    "c": {"c"},
-    "java": {"java"},
-    "javascript": {"javascript", "js", "node", "nodejs"},
-    "typescript": {"typescript", "ts"},
-    "go": {"go", "golang"},
-    "rust": {"rust", "rs"},
-    "bash": {"bash", "sh", "shell"},
-}
-
 
 def extract_code(text: str, lang: str) -> tuple[str, str]:
     """The program in a model's answer and how it was found (SandboxFusion's
-    ``extracted_type``): the last fenced block tagged with ``lang`` (else the last fenced
-    block), an unclosed fence, or the whole text."""
-    tags = _TAGS.get(lang, {lang})
-    blocks = _FENCE.findall(text)
-    if blocks:
-        tagged = [body for tag, body in blocks if tag.strip().lower() in tags]
-        return (tagged or [blocks[-1][1]])[-1], "fenced"
-    opened = _OPEN.search(text)
-    if opened:
-        return opened.group(2), "incomplete_fenced"
-    return text, "heuristic" if text.strip() else "empty"
+    ``extracted_type``), by the rule every entry point shares (:mod:`assay._extract`)."""
+    got = extract(text, lang)
+    return got.code, got.kind

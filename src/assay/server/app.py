@@ -19,7 +19,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -161,6 +163,8 @@ def create_app(
         version=__version__,
         summary="Secure code execution and judging for RL training (SandboxFusion-compatible).",
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: the default loads them from a CDN
+        redoc_url=None,
         responses={
             422: {"model": ErrorResponse, "description": "invalid request"},
             429: {"model": ErrorResponse, "description": "queue full (Retry-After)"},
@@ -207,8 +211,33 @@ def create_app(
         svc: Service = request.app.state.service
         return Response(svc.executor.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    _local_docs(app)
     app.include_router(sandboxfusion.router)
     app.include_router(native.router)
     app.include_router(reward.router)
     app.include_router(dashboard.router)
     return app
+
+
+def _local_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) from the files of the ``swagger-ui-bundle-v2`` package, so that
+    the page works on a machine without internet access (FastAPI's default loads them from
+    a CDN and is blank offline)."""
+    import swagger_ui_bundle
+
+    app.mount("/docs/static", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} API",
+            swagger_js_url="/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/docs/static/swagger-ui.css",
+            swagger_favicon_url="/docs/static/favicon-32x32.png",
+            oauth2_redirect_url="/docs/oauth2-redirect",
+        )
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    async def oauth2_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()

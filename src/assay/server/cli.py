@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ValidationError
 from .settings import Settings
 
 
@@ -43,7 +44,7 @@ M_ARENA_MAX = -8
 def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
-    workers: int | str = "auto",
+    slots: int | str = "auto",
     insecure: bool = False,
     *,
     settings: Settings | None = None,
@@ -52,26 +53,16 @@ def serve(
     log_format: str = "json",
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
-    explicitly after the grace period), and close the sandboxes."""
+    explicitly after the grace period), and close the sandboxes. ``slots`` is how many
+    programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU."""
     import uvicorn
 
-    from ..errors import ValidationError
     from ..executor import LocalExecutor
     from ..runner import Runner
     from ..sandbox import SandboxConfig
     from .app import create_app
 
-    if workers == "auto":
-        # Two per CPU: each run hands off between the event loop, its supervisor thread
-        # (one interpreter lock for all) and three sandbox processes, so a slot leaves its
-        # core idle for part of every run. At concurrency 8 on 2 CPUs, 4 slots served ~9 %
-        # more requests than 3 (benchmarks/server_load.py). Verdicts are CPU-time based, so
-        # programs sharing a core cannot change them.
-        slots = 2 * len(os.sched_getaffinity(0))
-    else:
-        slots = int(workers)
-        if slots < 1:
-            raise ValidationError("workers", "must be 'auto' or a positive integer")
+    n_slots = slot_count(slots)
     from ..telemetry.logs import configure_logging
     from ..telemetry.tracing import configure_from_env
 
@@ -80,7 +71,7 @@ def serve(
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
-    executor = LocalExecutor(runner, slots=slots, records=records)
+    executor = LocalExecutor(runner, slots=n_slots, records=records)
     try:
         app = create_app(executor, settings=settings)
         config = uvicorn.Config(
@@ -99,6 +90,27 @@ def serve(
         runner.close()
 
 
+def slot_count(slots: int | str) -> int:
+    """Sandbox slots for ``slots`` (a positive integer, or ``"auto"``)."""
+    if slots == "auto":
+        # Two per CPU: each run hands off between the event loop, its supervisor thread
+        # (one interpreter lock for all) and three sandbox processes, so a slot leaves its
+        # core idle for part of every run. At concurrency 8 on 2 CPUs, 4 slots served ~9 %
+        # more requests than 3 (benchmarks/server_load.py). Verdicts are CPU-time based, so
+        # programs sharing a core cannot change them.
+        return AUTO_SLOTS_PER_CPU * len(os.sched_getaffinity(0))
+    try:
+        n = int(slots)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValidationError("slots", "must be 'auto' or a positive integer")
+    return n
+
+
+#: ``--slots auto``: sandbox slots per CPU the server may use.
+AUTO_SLOTS_PER_CPU = 2
+
 serve_app = typer.Typer(add_completion=False, rich_markup_mode="rich")
 
 
@@ -106,9 +118,20 @@ serve_app = typer.Typer(add_completion=False, rich_markup_mode="rich")
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8080,
-    workers: Annotated[
-        str, typer.Option(help="Sandbox slots (programs run at once): 'auto' = 2 per CPU.")
+    slots: Annotated[
+        str,
+        typer.Option(
+            "--slots", help="Programs run at once (sandbox slots): 'auto' = 2 per CPU, or a number."
+        ),
     ] = "auto",
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            "--workers",
+            help="Deprecated alias of --slots (it never set server worker processes: the "
+            "server is one process).",
+        ),
+    ] = None,
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
@@ -136,15 +159,25 @@ def serve_command(
 
     Example:
 
-        assay serve --host 0.0.0.0 --port 8080 --workers 16
+        assay serve --host 0.0.0.0 --port 8080 --slots 16
 
         assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
 
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
     """
-    if workers != "auto" and not workers.isdigit():
-        raise typer.BadParameter("'auto' or a positive integer", param_hint="--workers")
+    if workers is not None:
+        typer.echo(
+            "warning: --workers is deprecated and will be removed: it sets sandbox slots; "
+            "use --slots",
+            err=True,
+        )
+        slots = workers
+    try:
+        n_slots = slot_count(slots)
+    except ValidationError as exc:
+        flag = "--workers" if workers is not None else "--slots"
+        raise typer.BadParameter(exc.message, param_hint=flag) from None
     if log_format not in ("json", "text"):
         raise typer.BadParameter("'json' or 'text'", param_hint="--log-format")
     if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
@@ -152,7 +185,7 @@ def serve_command(
     serve(
         host,
         port,
-        workers if workers == "auto" else int(workers),
+        n_slots,
         insecure,
         records=records,
         log_level=log_level.lower(),

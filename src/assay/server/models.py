@@ -14,7 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 # -- SandboxFusion ---------------------------------------------------------------------------
 
 
+#: SandboxFusion's request shapes accept fields they do not know (as SandboxFusion does, so
+#: clients of newer versions keep working); the routes log them (``unknown_fields``). The
+#: native models below forbid them: a misspelt field there is a 422 naming it.
+_LENIENT = ConfigDict(extra="allow")
+
+
 class RunCodeRequest(BaseModel):
+    model_config = _LENIENT
     compile_timeout: float = Field(10, description="seconds for the build (compiled languages)")
     run_timeout: float = Field(10, description="seconds the program may run (CPU and wall)")
     memory_limit_MB: int = Field(-1, description="MiB, swap included; -1: the server default")
@@ -56,6 +63,7 @@ class RunCodeResponse(BaseModel):
 
 class TestConfig(BaseModel):
     __test__ = False
+    model_config = _LENIENT
     dataset_type: str | None = None
     language: str | None = None
     locale: str | None = None
@@ -68,6 +76,7 @@ class TestConfig(BaseModel):
 
 
 class SubmitRequest(BaseModel):
+    model_config = _LENIENT
     dataset: str
     id: int | str
     completion: str
@@ -224,6 +233,8 @@ class RewardRequest(BaseModel):
     entry; default: 4 s CPU, 1 GiB, as APPS) and ``stop_on_failure`` (default true: the
     binary reward needs the verdict only, so a sample stops at its first failed test)."""
 
+    model_config = _LENIENT
+
     query: list[str]
     prompts: list[str] | None = None
     labels: list[Any] | None = None
@@ -235,6 +246,16 @@ class RewardResponse(BaseModel):
     rewards: list[float | None]
     scores: list[float | None]
     extra_logs: dict[str, list[Any]]
+
+
+def unknown_fields(model: BaseModel, prefix: str = "") -> list[str]:
+    """The fields of a lenient request that no model field took, as dotted paths."""
+    out = [f"{prefix}{name}" for name in (model.model_extra or {})]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel) and value.model_config.get("extra") == "allow":
+            out += unknown_fields(value, f"{prefix}{name}.")
+    return out
 
 
 class ErrorResponse(BaseModel):

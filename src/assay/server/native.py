@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -13,7 +15,7 @@ from ..executor import BatchHandle, JobResult, RunJob
 from ..judge import Problem, Submission
 from ..types import Limits
 from . import _convert
-from ._service import Kept, Service, Svc, caller, stream
+from ._service import Kept, Service, Svc, caller
 from .models import (
     BatchCreated,
     BatchStatus,
@@ -95,8 +97,8 @@ def to_result(r: JobResult) -> JudgeResult:
         verdict=r.verdict,
         reward=r.reward,
         reason=r.reason,
-        passed=sum(t.verdict == "accepted" for t in tests),
-        total=len(tests),
+        passed=r.judgement.passed if r.judgement is not None else 0,
+        total=r.judgement.total if r.judgement is not None else 0,
         tests=[
             TestResultModel(
                 index=t.index,
@@ -166,20 +168,57 @@ async def get_batch(batch_id: str, svc: Svc) -> BatchStatus:
 
 
 @router.get("/batches/{batch_id}/events", response_class=StreamingResponse)
-async def batch_events(batch_id: str, svc: Svc) -> StreamingResponse:
-    """Server-sent events: one ``result`` event per job as it finishes, then ``end``."""
-    handle = _kept(svc, batch_id).handle
+async def batch_events(batch_id: str, request: Request, svc: Svc) -> StreamingResponse:
+    """Server-sent events: one ``result`` event per job as it finishes, then ``end``.
+
+    Event ids count the batch's results in the order they finished (1, 2, ...), the same
+    for every connection, so a client that reconnects with ``Last-Event-ID: n`` (as
+    EventSource does by itself) gets the results after the n-th, then ``end``."""
+    kept = _kept(svc, batch_id)
+    handle = kept.handle
+    start = _last_event_id(request.headers.get("last-event-id"), handle.size)
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def woken(_: JobResult) -> None:
+        try:
+            loop.call_soon_threadsafe(wake.set)
+        except RuntimeError:  # the loop is gone: nobody is listening any more
+            pass
+
+    handle.add_callback(woken)
 
     async def events() -> AsyncIterator[bytes]:
-        async for r in stream(handle):
-            data = to_result(r).model_dump_json()
-            yield f"event: result\nid: {r.index}\ndata: {data}\n\n".encode()
+        sent = start
+        while sent < handle.size:
+            wake.clear()
+            while sent < len(kept.results):  # finished results, in the order they finished
+                r = kept.results[sent]
+                sent += 1
+                data = to_result(r).model_dump_json()
+                yield f"event: result\nid: {sent}\ndata: {data}\n\n".encode()
+            if sent < handle.size:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), 1.0)
         end = json.dumps({"batch_id": handle.id, "counts": handle.counts()})
         yield f"event: end\ndata: {end}\n\n".encode()
 
     return StreamingResponse(
         events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
     )
+
+
+def _last_event_id(header: str | None, size: int) -> int:
+    """How many results the client already has (0 without the header)."""
+    if header is None or not header.strip():
+        return 0
+    try:
+        n = int(header.strip())
+    except ValueError:
+        n = -1
+    if not 0 <= n <= size:
+        raise ValidationError("Last-Event-ID", f"must be an event id of this stream (0 to {size})")
+    return n
 
 
 @router.delete("/batches/{batch_id}", response_model=BatchStatus)

@@ -28,6 +28,7 @@ from ..judge import Submission
 from . import _convert
 from ._service import Svc, caller
 from .models import RewardRequest, RewardResponse
+from .sandboxfusion import log_unknown
 
 router = APIRouter(tags=["openrlhf"])
 
@@ -41,6 +42,7 @@ def _response(query: str, prompt: str | None) -> str:
 @router.post("/get_reward", response_model=RewardResponse)
 async def get_reward(body: RewardRequest, request: Request, svc: Svc) -> RewardResponse:
     """Judge every (query, label) pair with the binary reward (1.0 when every test passes)."""
+    log_unknown(body, "/get_reward")
     s = svc.settings
     n = len(body.query)
     if n == 0:

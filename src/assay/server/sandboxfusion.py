@@ -15,10 +15,12 @@ Mapping choices:
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 from starlette.types import Scope, Send
 
 from ..errors import ValidationError
@@ -36,10 +38,12 @@ from .models import (
     RunCodeResponse,
     RunStatus,
     SubmitRequest,
+    unknown_fields,
 )
 from .settings import Settings
 
 router = APIRouter(tags=["sandboxfusion"])
+log = logging.getLogger("assay.server")
 _POD = os.environ.get("MY_POD_NAME")
 
 
@@ -112,8 +116,17 @@ def _sandbox_error(message: str) -> RunCodeResponse:
     return RunCodeResponse(status=RunStatus.SandboxError, message=message, executor_pod_name=_POD)
 
 
+def log_unknown(body: BaseModel, route: str) -> None:
+    """SandboxFusion's routes are lenient (as SandboxFusion is), but a field they ignore is
+    most often a typo (``run_timout``): say so in the log."""
+    unknown = unknown_fields(body)
+    if unknown:
+        log.warning("%s: ignored unknown field(s): %s", route, ", ".join(unknown))
+
+
 def _run_job(body: RunCodeRequest, s: Settings) -> RunJob:
     """The job a /run_code request asks for; ValidationError names a bad field."""
+    log_unknown(body, "/run_code")
     lang = _convert.language(body.language)
     src = _convert.code(body.code, s)
     data = _convert.stdin(body.stdin, s)
@@ -232,6 +245,7 @@ _TEST_STATUS = {
 @router.post("/submit", response_model=EvalResult)
 async def submit(body: SubmitRequest, request: Request, svc: Svc) -> EvalResult:
     """Judge a completion against a problem given inline in ``config.provided_data``."""
+    log_unknown(body, "/submit")
     s = svc.settings
     if body.config.language is None:
         raise ValidationError("config.language", "is required")

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -122,25 +123,68 @@ def show(
     if table.num_rows == 0:
         console.print(f"no records match in {where}")
         return
-    out = Table(title=f"{table.num_rows} newest records")
+    rows = table.to_pylist()
+    out = _narrow_table(rows) if console.width < 110 else _wide_table(rows)
+    console.print(out)
+
+
+def _cells(row: dict[str, Any]) -> dict[str, str]:
+    peak = row["peak_memory_bytes"]
+    return {
+        "job": str(row["job_id"]),
+        "ended": _iso(row["ended_at"]),
+        "problem": row["problem_id"] or "-",
+        "language": row["language"] or "-",
+        "verdict": row["verdict"] or f"({row['outcome']})",
+        "reward": _num(row["reward"], ".3g"),
+        "cpu": _num(row["cpu_s"], ".3f"),
+        "peak": _num(None if peak is None else peak / 2**20, ".1f"),
+        "queue": _num(row["queue_wait_s"], ".3f"),
+    }
+
+
+def _wide_table(rows: list[dict[str, Any]]) -> Table:
+    out = Table(title=f"{len(rows)} newest records")
     for name in ("job", "ended (UTC)", "problem", "language", "verdict"):
         out.add_column(name, overflow="fold")
     for name in ("reward", "cpu s", "peak MiB", "queue s"):
         out.add_column(name, justify="right")
-    for row in table.to_pylist():
-        peak = row["peak_memory_bytes"]
+    for row in rows:
+        c = _cells(row)
         out.add_row(
-            row["job_id"],
-            _iso(row["ended_at"]),
-            row["problem_id"] or "-",
-            row["language"] or "-",
-            row["verdict"] or f"({row['outcome']})",
-            _num(row["reward"], ".3g"),
-            _num(row["cpu_s"], ".3f"),
-            _num(None if peak is None else peak / 2**20, ".1f"),
-            _num(row["queue_wait_s"], ".3f"),
+            *(c[k] for k in ("job", "ended", "problem", "language", "verdict")),
+            *(c[k] for k in ("reward", "cpu", "peak", "queue")),
         )
-    console.print(out)
+    return out
+
+
+def _narrow_table(rows: list[dict[str, Any]]) -> Table:
+    """Two lines per record, so that 80 columns show every field whole (a one-line row
+    needs about 100)."""
+    out = Table(
+        title=f"{len(rows)} newest records",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+    out.add_column("job\nended (UTC)", overflow="fold")
+    out.add_column("problem\nlanguage", overflow="fold")
+    out.add_column("verdict", overflow="fold")
+    for name in ("reward", "cpu s", "MiB", "queue s"):
+        out.add_column(name, justify="right")
+    for row in rows:
+        c = _cells(row)
+        out.add_row(
+            f"{c['job']}\n{c['ended']}",
+            f"{c['problem']}\n{c['language']}",
+            c["verdict"],
+            c["reward"],
+            c["cpu"],
+            c["peak"],
+            c["queue"],
+        )
+    return out
 
 
 @records_app.command()

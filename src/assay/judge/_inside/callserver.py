@@ -1,8 +1,9 @@
 """Runs inside the sandbox: load the submission, then answer function calls on fd 3.
 
-Each request is one length-prefixed JSON line ``{"fn": name, "args": [tagged...]}``; each
-reply is ``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are written with the
-shared codec (``_assay_codec``, shipped next to this file from ``codec.py``): a subclass of a
+Requests and replies travel on fd 3, one JSON object per line (newline-delimited,
+no length prefix). A request is ``{"fn": name, "args": [tagged...]}``; a reply is
+``{"ok": tagged}`` or ``{"error": "Type: message"}``. Values are written with the shared
+codec (``_assay_codec``, shipped next to this file from ``codec.py``): a subclass of a
 builtin type goes as its base, generators, builtin iterators, ranges and dict views are
 materialised (tag ``g``: type name, truth value, items), other objects stay here behind a
 handle (tag ``o``). Whatever this
@@ -96,9 +97,23 @@ def main():
     module = types.ModuleType("solution")
     module.__file__ = source_path
     sys.modules["solution"] = module
-    with open(source_path, "rb") as fh:
-        code = compile(fh.read(), source_path, "exec")
-    exec(code, module.__dict__)
+    try:
+        with open(source_path, "rb") as fh:
+            code = compile(fh.read(), source_path, "exec")
+        exec(code, module.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        # The submission's failure, told without this file's frames: the traceback starts
+        # at the submission's own code (a SyntaxError has none: its message says where).
+        import traceback
+
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != source_path:
+            tb = tb.tb_next
+        sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
+        sys.stderr.flush()
+        sys.exit(1)
     while True:
         line = reader.readline()
         if not line:

@@ -3,8 +3,10 @@
 For Python, script tests run in a second sandbox that never executes submission code. For the
 other languages (HumanEval-X, MultiPL-E) the dataset's test is a ``main`` or a test function
 compiled together with the solution, so a harness module per language rewrites the test part
-so that, only after every check has passed, the program reads one line (a per-run secret
-marker) from stdin and prints it as the last line of stdout. The judge accepts a run only if
+so that the program takes one line (a per-run secret marker) off stdin *before* any code of
+the submission runs, closes stdin (or points it at /dev/null) so the submission cannot read
+the marker back, and prints the marker as the last line of stdout only after every check has
+passed. The judge accepts a run only if
 it exited 0 *and* printed this run's marker: ``exit(0)`` before the checks, a fake "PASS"
 line, or a swallowed assertion all fail.
 
