@@ -56,7 +56,11 @@ def _readme_imports() -> list[tuple[str, str]]:
             except ImportError:
                 continue
             name = parts[cut]
-            if importlib.util.find_spec(f"{module}.{name}") is None:
+            try:
+                submodule = importlib.util.find_spec(f"{module}.{name}") is not None
+            except (ImportError, AttributeError):  # ``module`` is a module, not a package
+                submodule = False
+            if not submodule:
                 out.append((module, name))
             break
     return sorted(set(out))
