@@ -300,7 +300,11 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
                 hits[where[i]].add(("m", m))
     for j, i in enumerate(pool_kept):
         hits[j] |= {("l", line) for line in first[i].lines}
+    # The docstring's examples, then boundary values (cheap, and where wrong code often
+    # fails though no mutant shows it), at most half the suite.
     required = [where[i] for i in pool_kept if kinds[i] == "example"]
+    edges = [where[i] for i in pool_kept if kinds[i] == "boundary"]
+    required += edges[: max(0, options.max_tests // 2 - len(required))]
     chosen = cover([frozenset(h) for h in hits], options.cover_k, required)
     cover_size = len(chosen)
     if options.fill and len(chosen) < options.max_tests:
