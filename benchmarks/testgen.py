@@ -50,8 +50,17 @@ def samples(task_ids: set[str]) -> list[dict[str, str]]:
     return out
 
 
-def _reuse(path: Path) -> dict[tuple[str, int], bool]:
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+def _reuse(path: Path, expected: int) -> dict[tuple[str, int], bool]:
+    """Verdicts of an earlier run; waits (up to an hour) while that run still writes them."""
+    deadline = time.monotonic() + 3600
+    while True:
+        text = path.read_text() if path.exists() else ""
+        rows = [json.loads(line) for line in text.splitlines() if line.endswith("}")]
+        if len(rows) >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(10)
+    if len(rows) != expected:
+        raise SystemExit(f"{path} has {len(rows)} verdicts, expected {expected}")
     print(f"  reusing {len(rows)} verdicts from {path}")
     return {(r["task_id"], r["sample_index"]): r["verdict"] == "accepted" for r in rows}
 
@@ -108,8 +117,8 @@ def main() -> None:
     suited.write_text("".join(json.dumps(r) + "\n" for r in rows if r["task_id"] in ids))
     gen = judge(suite, "assay", suited, work / "generated.jsonl", args.workers)
     if args.baselines is not None:
-        base = _reuse(args.baselines / "humaneval.jsonl")
-        ref = _reuse(args.baselines / "humanevalplus.jsonl")
+        base = _reuse(args.baselines / "humaneval.jsonl", len(rows))
+        ref = _reuse(args.baselines / "humanevalplus.jsonl", len(rows))
     else:
         base, ref = _baselines(sample_file, work, args.workers)
     _report(tasks, made, ids, gen, base, ref, plus, generate_s)

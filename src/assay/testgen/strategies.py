@@ -208,6 +208,8 @@ def _mutate_str(s: str, rng: random.Random, alphabet: str) -> str:
             lambda: s[:i] + rng.choice(alphabet) + s[i:],
             lambda: s[:i] + rng.choice(alphabet) + s[i + 1 :],
             lambda: s[:i] + s[i] + s[i:],
+            lambda: s[:i] + s[i].swapcase() + s[i + 1 :],
+            lambda: s[:i] + s[i].swapcase() + s[i + 1 :],
             lambda: s[i:] + s[:i],
         ]
     return rng.choice(ops)()[: MAX_LEN * 4]
