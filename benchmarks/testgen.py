@@ -50,19 +50,22 @@ def samples(task_ids: set[str]) -> list[dict[str, str]]:
     return out
 
 
-def _reuse(path: Path, expected: int) -> dict[tuple[str, int], bool]:
-    """Verdicts of an earlier run; waits (up to an hour) while that run still writes them."""
-    deadline = time.monotonic() + 3600
-    while True:
-        text = path.read_text() if path.exists() else ""
-        rows = [json.loads(line) for line in text.splitlines() if line.endswith("}")]
-        if len(rows) >= expected or time.monotonic() > deadline:
-            break
-        time.sleep(10)
-    if len(rows) != expected:
-        raise SystemExit(f"{path} has {len(rows)} verdicts, expected {expected}")
+def _reuse(path: Path) -> dict[tuple[str, int], bool]:
+    """Verdicts an earlier run of this script wrote (they do not depend on the generator)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
     print(f"  reusing {len(rows)} verdicts from {path}")
     return {(r["task_id"], r["sample_index"]): r["verdict"] == "accepted" for r in rows}
+
+
+def _keys(rows: list[dict[str, str]]) -> list[tuple[str, int]]:
+    """``(task_id, sample_index)`` of each row, as ``assay eval`` numbers them (per task, in
+    input order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in rows:
+        out.append((r["task_id"], seen.get(r["task_id"], 0)))
+        seen[r["task_id"]] = out[-1][1] + 1
+    return out
 
 
 def judge(
@@ -117,28 +120,35 @@ def main() -> None:
     suited.write_text("".join(json.dumps(r) + "\n" for r in rows if r["task_id"] in ids))
     gen = judge(suite, "assay", suited, work / "generated.jsonl", args.workers)
     if args.baselines is not None:
-        base = _reuse(args.baselines / "humaneval.jsonl", len(rows))
-        ref = _reuse(args.baselines / "humanevalplus.jsonl", len(rows))
+        base = _reuse(args.baselines / "humaneval.jsonl")
+        ref = _reuse(args.baselines / "humanevalplus.jsonl")
+        missing = [r for r, k in zip(rows, _keys(rows), strict=True) if k not in ref]
+        if missing:  # e.g. tasks the earlier run had no suite for, so did not judge
+            rest = work / "samples-missing.jsonl"
+            rest.write_text("".join(json.dumps(r) + "\n" for r in missing))
+            more_base, more_ref = _baselines(rest, work, args.workers, "-missing")
+            base.update(more_base)
+            ref.update(more_ref)
     else:
         base, ref = _baselines(sample_file, work, args.workers)
     _report(tasks, made, ids, gen, base, ref, plus, generate_s)
 
 
 def _baselines(
-    sample_file: Path, work: Path, workers: int
+    sample_file: Path, work: Path, workers: int, suffix: str = ""
 ) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], bool]]:
     base = judge(
         CORPORA / "humaneval" / "HumanEval.jsonl.gz",
         "humaneval",
         sample_file,
-        work / "humaneval.jsonl",
+        work / f"humaneval{suffix}.jsonl",
         workers,
     )
     ref = judge(
         CORPORA / "humanevalplus" / "HumanEvalPlus.jsonl.gz",
         "humanevalplus",
         sample_file,
-        work / "humanevalplus.jsonl",
+        work / f"humanevalplus{suffix}.jsonl",
         workers,
     )
     return base, ref
