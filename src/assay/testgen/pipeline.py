@@ -98,6 +98,9 @@ class Options:
     refill: int = 250
     fill: bool = True
     call_s: float = oracle.CALL_S
+    #: Inputs on which the reference needs more CPU seconds than this are dropped ("slow"):
+    #: a correct but plainer program would then be judged on speed, not on its answers.
+    slow_s: float = 0.05
     min_mutation_score: float = 0.0
     rtol: float = 1e-7
 
@@ -226,6 +229,9 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         for i, b in zip(ok, again, strict=True):
             if b.status != "ok" or not values.equal(b.value, first[i].value, atol, options.rtol):
                 drop("flaky", f"second run: {b.status} {b.message}".strip())
+                continue
+            if b.cpu_s > options.slow_s:  # a unit test, not a benchmark: keep limits tight
+                drop("slow", f"the reference took {b.cpu_s:.3f} s of CPU")
                 continue
             kept.append(i)
             cpu[i] = b.cpu_s
