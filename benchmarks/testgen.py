@@ -50,6 +50,24 @@ def samples(task_ids: set[str]) -> list[dict[str, str]]:
     return out
 
 
+def _reuse(path: Path) -> dict[tuple[str, int], bool]:
+    """Verdicts an earlier run of this script wrote (they do not depend on the generator)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    print(f"  reusing {len(rows)} verdicts from {path}")
+    return {(r["task_id"], r["sample_index"]): r["verdict"] == "accepted" for r in rows}
+
+
+def _keys(rows: list[dict[str, str]]) -> list[tuple[str, int]]:
+    """``(task_id, sample_index)`` of each row, as ``assay eval`` numbers them (per task, in
+    input order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in rows:
+        out.append((r["task_id"], seen.get(r["task_id"], 0)))
+        seen[r["task_id"]] = out[-1][1] + 1
+    return out
+
+
 def judge(
     dataset: Path, fmt: str, samples_path: Path, out: Path, workers: int
 ) -> dict[tuple[str, int], bool]:
@@ -70,6 +88,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--keep", type=Path, default=None, help="directory to keep the suite and verdicts in"
+    )
+    ap.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help="reuse humaneval.jsonl and humanevalplus.jsonl verdicts from an earlier run's "
+        "--keep directory (they do not depend on the generator)",
     )
     args = ap.parse_args()
     plus = _read(CORPORA / "humanevalplus" / "HumanEvalPlus.jsonl.gz")[: args.tasks]
@@ -94,21 +119,51 @@ def main() -> None:
     suited = work / "samples-with-suite.jsonl"
     suited.write_text("".join(json.dumps(r) + "\n" for r in rows if r["task_id"] in ids))
     gen = judge(suite, "assay", suited, work / "generated.jsonl", args.workers)
+    if args.baselines is not None:
+        base = _reuse(args.baselines / "humaneval.jsonl")
+        ref = _reuse(args.baselines / "humanevalplus.jsonl")
+        missing = [r for r, k in zip(rows, _keys(rows), strict=True) if k not in ref]
+        if missing:  # e.g. tasks the earlier run had no suite for, so did not judge
+            rest = work / "samples-missing.jsonl"
+            rest.write_text("".join(json.dumps(r) + "\n" for r in missing))
+            more_base, more_ref = _baselines(rest, work, args.workers, "-missing")
+            base.update(more_base)
+            ref.update(more_ref)
+    else:
+        base, ref = _baselines(sample_file, work, args.workers)
+    _report(tasks, made, ids, gen, base, ref, plus, generate_s)
+
+
+def _baselines(
+    sample_file: Path, work: Path, workers: int, suffix: str = ""
+) -> tuple[dict[tuple[str, int], bool], dict[tuple[str, int], bool]]:
     base = judge(
         CORPORA / "humaneval" / "HumanEval.jsonl.gz",
         "humaneval",
         sample_file,
-        work / "humaneval.jsonl",
-        args.workers,
+        work / f"humaneval{suffix}.jsonl",
+        workers,
     )
     ref = judge(
         CORPORA / "humanevalplus" / "HumanEvalPlus.jsonl.gz",
         "humanevalplus",
         sample_file,
-        work / "humanevalplus.jsonl",
-        args.workers,
+        work / f"humanevalplus{suffix}.jsonl",
+        workers,
     )
+    return base, ref
 
+
+def _report(
+    tasks: list[Any],
+    made: list[Any],
+    ids: set[str],
+    gen: dict[tuple[str, int], bool],
+    base: dict[tuple[str, int], bool],
+    ref: dict[tuple[str, int], bool],
+    plus: list[dict[str, Any]],
+    generate_s: float,
+) -> None:
     keys = sorted(ref)
     # A task without a suite cannot accept anything: its samples count as rejected (this
     # lowers accepted_agreement; its gap samples count as not caught).

@@ -150,3 +150,10 @@ def test_mbppplus_rows_keep_their_whole_program_reference() -> None:
         "canonical_solution": "def twice(x):\n    return 2 * x\n",
     }
     assert task_from_row(row).reference == row["canonical_solution"]
+
+
+def test_inputs_the_reference_is_slow_on_are_dropped(runner: Runner) -> None:
+    slow = "    if x > 20:\n        sum(range(40_000_000))\n"
+    p = generate(runner, task_from_row(row(canonical_solution=slow + BODY)), SMALL)
+    assert all(a[0] <= 20 for a in args_of(p))
+    assert p.metadata["quality"]["dropped"]["slow"] > 0

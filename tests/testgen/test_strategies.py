@@ -128,3 +128,23 @@ def test_numbers_change_representation_where_the_type_allows_it() -> None:
     assert 3.0 in as_float and any(type(v) is float for v in as_float)
     as_int = [strategies.mutate(3, T("int"), rng, "a") for _ in range(200)]
     assert all(type(v) is int for v in as_int)  # an int parameter never gets a float
+
+
+def test_mixed_examples_mean_any_value_and_read_ints_may_become_floats() -> None:
+    prompt = (
+        'def f(values):\n    """\n    >>> f([\'a\', 3.14, 5])\n    >>> f([1, {}, []])\n    """\n'
+    )
+    (t,) = signature(prompt, prompt + "    return values\n", "f").types
+    kinds = {a.kind for a in t.args[0].args}
+    assert {"str", "float", "int", "dict", "list", "bool", "none"} <= kinds
+    rng = random.Random(0)
+    (n,) = signature(
+        'def g(n):\n    """\n    >>> g(3)\n    """\n', "def g(n):\n    return n\n", "g"
+    ).types
+    assert n.loose and any(type(strategies.mutate(3, n, rng, "a")) is float for _ in range(100))
+
+
+def test_single_characters_change_case() -> None:
+    rng = random.Random(0)
+    out = {strategies.mutate("aba", T("str"), rng, "ab") for _ in range(300)}
+    assert {"Aba", "abA"} & out

@@ -23,7 +23,7 @@ from ..types import ExecResult, Limits
 Status = Literal["ok", "error", "contract", "timeout", "too_big", "crash"]
 
 #: CPU seconds one call of the reference may take before its input is dropped as too slow.
-CALL_S = 1.0
+CALL_S = 0.5
 #: Limits of one oracle run: the whole batch shares them (a run that reaches them is resumed
 #: after the input it was on).
 RUN_LIMITS = Limits(time_s=60.0, wall_s=180.0, memory_mb=1024, output_bytes=256 << 20)

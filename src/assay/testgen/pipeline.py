@@ -98,6 +98,9 @@ class Options:
     refill: int = 250
     fill: bool = True
     call_s: float = oracle.CALL_S
+    #: Inputs on which the reference needs more CPU seconds than this are dropped ("slow"):
+    #: a correct but plainer program would then be judged on speed, not on its answers.
+    slow_s: float = 0.05
     min_mutation_score: float = 0.0
     rtol: float = 1e-7
 
@@ -227,6 +230,9 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
             if b.status != "ok" or not values.equal(b.value, first[i].value, atol, options.rtol):
                 drop("flaky", f"second run: {b.status} {b.message}".strip())
                 continue
+            if b.cpu_s > options.slow_s:  # a unit test, not a benchmark: keep limits tight
+                drop("slow", f"the reference took {b.cpu_s:.3f} s of CPU")
+                continue
             kept.append(i)
             cpu[i] = b.cpu_s
 
@@ -300,7 +306,11 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
                 hits[where[i]].add(("m", m))
     for j, i in enumerate(pool_kept):
         hits[j] |= {("l", line) for line in first[i].lines}
+    # The docstring's examples, then boundary values (cheap, and where wrong code often
+    # fails though no mutant shows it), at most half the suite.
     required = [where[i] for i in pool_kept if kinds[i] == "example"]
+    edges = [where[i] for i in pool_kept if kinds[i] == "boundary"]
+    required += edges[: max(0, options.max_tests // 2 - len(required))]
     chosen = cover([frozenset(h) for h in hits], options.cover_k, required)
     cover_size = len(chosen)
     if options.fill and len(chosen) < options.max_tests:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
-from .types import T, from_annotation, from_isinstance, join, of_value
+from .types import T, from_annotation, from_isinstance, join, loosen, of_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +170,15 @@ def _contract_types(contract: str) -> dict[str, T]:
         t = from_isinstance(kind)
         if t is not None:
             found.setdefault(name, t)
+    # all(isinstance(v, int) for v in xs), all(type(v) == str for v in xs): xs holds them
+    for by_isinstance, by_type, name in re.findall(
+        r"all\(\[?\s*(?:isinstance\(\w+,\s*(\([^)]*\)|\w+)\)|type\(\w+\)\s*==\s*(\w+))"
+        r"[^\]\n]*?\s+for\s+\w+\s+in\s+(\w+)\s*\]?\)",
+        contract,
+    ):
+        item = from_isinstance(by_isinstance or by_type)
+        if item is not None and found.get(name, T("any")).kind in ("any", "list"):
+            found[name] = T("list", (item,))
     return found
 
 
@@ -200,6 +209,17 @@ def _statement_lines(tree: ast.Module) -> frozenset[int]:
     return frozenset(lines)
 
 
+def _mixed(t: T) -> T:
+    """Examples that mix three or more kinds of value (``['a', 3.14, 5]``) stand for "any
+    value": booleans and None join the mix."""
+    if t.kind == "union" and len(t.args) >= 3:
+        extra = tuple(x for x in (T("bool"), T("none")) if x not in t.args)
+        return T("union", t.args + extra)
+    if t.args:
+        return T(t.kind, tuple(_mixed(a) for a in t.args), t.variadic, t.loose)
+    return t
+
+
 def _vague(t: T) -> bool:
     return t.kind == "any" or any(_vague(a) for a in t.args)
 
@@ -222,8 +242,8 @@ def signature(prompt: str, reference: str, entry: str, contract: str = "") -> Si
         if (t is None or _vague(t)) and written:
             inferred = t or T("any")
             for value in written:
-                inferred = join(inferred, of_value(value)) if _vague(inferred) else inferred
-            t = inferred
+                inferred = join(inferred, of_value(value))
+            t = loosen(_mixed(inferred))
         types.append(t or T("any"))
     # Seeds typed by what the task says: an int written where a float is declared stays an
     # int (as the task wrote it).

@@ -20,7 +20,9 @@ from .types import ANY, T
 
 Args = tuple[Any, ...]
 MAX_LEN = 60  # sizes mutation and random generation stay under (boundaries go larger)
-LARGE = 1000  # "large" size for complexity inputs
+LARGE = 500  # "large" size for complexity inputs
+#: Large ints, primes among them (a trial division that runs to n, not to sqrt(n), shows).
+LARGE_INTS = (10**4 + 7, 999_983, 10**6, 2**31 - 1, 10**9 + 7)
 #: Types tried for an argument whose type nothing in the task names.
 PROBES = (
     T("int"),
@@ -32,7 +34,7 @@ PROBES = (
     T("list", (T("list", (T("int"),)),)),
 )
 _PRINTABLE = string.ascii_letters + string.digits + " .,!?-_"
-_UNICODE = "éßü中文😀ǅ"
+_UNICODE = "éßü中文😀"
 
 
 def _alphabet(sig: Signature) -> str:
@@ -122,6 +124,8 @@ def mutate(value: Any, t: T, rng: random.Random, alphabet: str) -> Any:
             value // 2,
             rng.randint(-100, 100),
         ]
+        if rng.random() < 0.08:  # now and then a large one (complexity, overflow-like bugs)
+            choices = [value * 1000 + 1, rng.choice(LARGE_INTS)]
         if _allows_float(t):  # the same number as a float: 3.0 where 3 was written
             choices += [float(value)] * 2
         return rng.choice(choices)
@@ -162,7 +166,11 @@ def mutate(value: Any, t: T, rng: random.Random, alphabet: str) -> Any:
 
 
 def _allows_float(t: T) -> bool:
-    return t.kind == "float" or (t.kind == "union" and any(_allows_float(a) for a in t.args))
+    return (
+        t.kind == "float"
+        or t.loose
+        or (t.kind == "union" and any(_allows_float(a) for a in t.args))
+    )
 
 
 def _allows_int(t: T) -> bool:
@@ -200,6 +208,8 @@ def _mutate_str(s: str, rng: random.Random, alphabet: str) -> str:
             lambda: s[:i] + rng.choice(alphabet) + s[i:],
             lambda: s[:i] + rng.choice(alphabet) + s[i + 1 :],
             lambda: s[:i] + s[i] + s[i:],
+            lambda: s[:i] + s[i].swapcase() + s[i + 1 :],
+            lambda: s[:i] + s[i].swapcase() + s[i + 1 :],
             lambda: s[i:] + s[:i],
         ]
     return rng.choice(ops)()[: MAX_LEN * 4]
@@ -297,7 +307,7 @@ def _edges(t: T, seed: Any, alphabet: str) -> list[Any]:
     if k == "none":
         return [None]
     if k == "int":
-        out = [0, 1, -1, 2, 10, 100, -100, 10**6]
+        out = [0, 1, -1, 2, 3, 10, 100, -100, 10**6]
         if isinstance(seed, int) and not isinstance(seed, bool):
             out += [seed + 1, seed - 1]
         return out

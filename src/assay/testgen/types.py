@@ -18,6 +18,9 @@ class T:
     kind: str
     args: tuple[T, ...] = ()
     variadic: bool = False
+    #: Read from example values only (nothing declares it): an int there may also be tried
+    #: as the same number written as a float.
+    loose: bool = False
 
     def __str__(self) -> str:
         if not self.args:
@@ -160,3 +163,12 @@ def join(a: T, b: T) -> T:
         if t not in unique:
             unique.append(t)
     return T("union", tuple(unique))
+
+
+def loosen(t: T) -> T:
+    """``t`` with every int marked :attr:`T.loose`."""
+    if t.kind == "int":
+        return T("int", loose=True)
+    if t.args:
+        return T(t.kind, tuple(loosen(a) for a in t.args), t.variadic)
+    return t

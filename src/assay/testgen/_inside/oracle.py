@@ -229,7 +229,6 @@ def main():
     null = os.open("/dev/null", os.O_WRONLY)
     os.dup2(null, 1)
     sys.stdout = open(os.devnull, "w")
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
     signal.signal(signal.SIGPROF, on_alarm)
 
     def out(item):
