@@ -7,10 +7,11 @@ bounded sizes, and a reply that does not come in time, or is malformed, ends the
 from __future__ import annotations
 
 import json
-import select
 import socket
 import time
 from typing import Any
+
+from ..sandbox._zygote import readable
 
 #: Largest reply line (JSON) and payload accepted from an agent.
 MAX_LINE = 64 << 20
@@ -38,7 +39,7 @@ class Channel:
             try:
                 n = self.sock.send(data)
             except BlockingIOError:
-                select.select([], [self.sock], [], 1.0)
+                _writable(self.sock, 1.0)
                 continue
             except OSError as exc:
                 raise ChannelBroken(f"send: {exc}") from exc
@@ -48,8 +49,7 @@ class Channel:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ChannelBroken("no reply in time")
-        ready, _, _ = select.select([self.sock], [], [], left)
-        if not ready:
+        if not readable(self.sock, left):
             raise ChannelBroken("no reply in time")
         try:
             chunk = self.sock.recv(1 << 20)
@@ -83,3 +83,11 @@ class Channel:
         payload = bytes(self._buf[:size])
         del self._buf[:size]
         return msg, payload
+
+
+def _writable(sock: socket.socket, timeout: float) -> None:
+    import select
+
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT)
+    poller.poll(int(timeout * 1000))

@@ -23,7 +23,6 @@ import signal
 import socket
 import stat
 import sys
-import tarfile
 import threading
 import time
 from typing import Any
@@ -335,13 +334,15 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any
         if path == WORK:
             raise Refused("the workspace itself cannot be deleted")
         if os.path.isdir(path) and not os.path.islink(path):
-            import shutil
+            import shutil  # imported when needed: the agent starts on every create
 
             shutil.rmtree(path)
         else:
             os.unlink(path)
         return {}
     if op == "tar":
+        import tarfile
+
         path = inside(req.get("dir") or ".", must_exist=True)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz" if req.get("gzip") else "w") as tar:
@@ -361,6 +362,8 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any
 
 def untar(data: bytes, dest: str) -> None:
     """Extract regular files and directories only; every name must stay under ``dest``."""
+    import tarfile
+
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for member in tar.getmembers():
             name = os.path.normpath(member.name)
@@ -412,7 +415,7 @@ def main() -> None:
             reply["nbytes"] = len(data)
         except Refused as exc:
             reply = {"ok": False, "error": str(exc)}
-        except (OSError, ValueError, KeyError, TypeError, tarfile.TarError) as exc:
+        except Exception as exc:  # any failed request is answered, never fatal
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         sock.sendall(json.dumps(reply).encode() + b"\n" + data)
 
