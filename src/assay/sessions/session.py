@@ -36,6 +36,8 @@ REPLY_GRACE_S = 10.0
 #: Timeout of calls that are not steps (files, tar).
 CALL_TIMEOUT_S = 60.0
 MAX_TTL_S = 4 * 3600.0
+#: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
+CPU_POLL_S = 0.5
 
 
 @cache
@@ -138,6 +140,9 @@ class Session:
             env=dict(defaults.SANDBOX_ENV),
             pass_fds=(inside.detach(),),
             stop_fd=self._stop_r,
+            # The budget is checked twice a second (not every 50 ms): an idle session then
+            # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
+            cpu_poll_s=CPU_POLL_S,
         )
         self._thread = threading.Thread(
             target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
