@@ -166,7 +166,10 @@ class Step:
                     buf += data[: max(room, 0)]
             except BlockingIOError:
                 os.set_blocking(fd, True)
-                threading.Thread(target=_drain, args=(fd,), daemon=True).start()
+                try:
+                    threading.Thread(target=_drain, args=(fd,), daemon=True).start()
+                except RuntimeError:  # no thread left under the pids limit: stop reading
+                    os.close(fd)
         if pidfd >= 0:
             os.close(pidfd)
         if feeder is not None:
