@@ -137,7 +137,9 @@ def bench_idle(runner: Runner, target: int) -> dict[str, float]:
         for i in range(target):
             sessions.append(Session(runner, limits=IDLE_LIMITS, ttl_s=3600, idle_ttl_s=3600))
             if (i + 1) % 50 == 0:
-                print(f"  {i + 1} idle sessions open ({time.perf_counter() - t0:.0f} s)", flush=True)
+                print(
+                    f"  {i + 1} idle sessions open ({time.perf_counter() - t0:.0f} s)", flush=True
+                )
     except Exception as exc:  # report how far it got, and why it stopped
         error = f"{type(exc).__name__}: {exc}"[:300]
     opened = len(sessions)

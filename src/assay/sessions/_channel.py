@@ -7,11 +7,10 @@ bounded sizes, and a reply that does not come in time, or is malformed, ends the
 from __future__ import annotations
 
 import json
+import select
 import socket
 import time
 from typing import Any
-
-from ..sandbox._zygote import readable
 
 #: Largest reply line (JSON) and payload accepted from an agent.
 MAX_LINE = 64 << 20
@@ -85,9 +84,16 @@ class Channel:
         return msg, payload
 
 
-def _writable(sock: socket.socket, timeout: float) -> None:
-    import select
-
+def _wait(sock: socket.socket, events: int, timeout: float) -> bool:
+    """``poll`` rather than ``select``, which fails on fds above 1023 (many sessions)."""
     poller = select.poll()
-    poller.register(sock, select.POLLOUT)
-    poller.poll(int(timeout * 1000))
+    poller.register(sock, events)
+    return bool(poller.poll(max(0, int(timeout * 1000 + 0.999))))
+
+
+def readable(sock: socket.socket, timeout: float) -> bool:
+    return _wait(sock, select.POLLIN, timeout)
+
+
+def _writable(sock: socket.socket, timeout: float) -> None:
+    _wait(sock, select.POLLOUT, timeout)

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from ..errors import Overloaded, ValidationError
-from .session import Session, sandbox_of
+from .session import Session, executor_of
 from .types import SessionEnded, SessionLimits
 
 #: Ended sessions remembered (id -> reason), so a late call learns why its session ended.
@@ -52,7 +52,8 @@ class SessionManager:
     ) -> None:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
-        self.sandbox = sandbox_of(source)
+        executor_of(source)  # checks what it is
+        self.source = source
         self.max_sessions = max_sessions
         self.memory_budget_mb = memory_budget_mb
         self._lock = threading.Lock()
@@ -100,7 +101,7 @@ class SessionManager:
         self._reserve(limits)
         session = None
         try:
-            session = Session(self.sandbox, **kwargs)
+            session = Session(self.source, **kwargs)
         finally:
             self._admit(limits, session)
         return session

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import defaults
 from ..errors import SandboxError, ValidationError
+from ..runner import Runner
 from ..sandbox import RunRequest, Sandbox
 from ..types import ExecResult, Limits
 from ._channel import Channel, ChannelBroken
@@ -45,15 +46,15 @@ def _inside(name: str) -> bytes:
     return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
 
 
-def sandbox_of(source: object) -> Sandbox:
-    """The sandbox pool behind a :class:`Sandbox`, a ``Runner`` or a ``LocalExecutor``."""
-    if isinstance(source, Sandbox):
-        return source
-    runner = getattr(source, "runner", source)
-    sandbox = getattr(runner, "sandbox", None)
-    if not isinstance(sandbox, Sandbox):
-        raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
-    return sandbox
+def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
+    """How to run a sandbox request on a ``Runner``, a ``LocalExecutor`` (its runner) or a
+    ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
+    if isinstance(source, (Runner, Sandbox)):
+        return source.execute
+    runner = getattr(source, "runner", None)
+    if isinstance(runner, Runner):
+        return runner.execute
+    raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
 
 
 def _check_time(field: str, value: float) -> float:
@@ -98,7 +99,8 @@ class Session:
         tar: bytes | None = None,
         session_id: str | None = None,
     ) -> None:
-        self.sandbox = sandbox_of(source)
+        self.source = source
+        self._execute = executor_of(source)
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -177,7 +179,7 @@ class Session:
 
     def _run(self, req: RunRequest) -> None:
         try:
-            result = self.sandbox.execute(req)
+            result = self._execute(req)
         except BaseException as exc:  # reported as the session's end
             result = ExecResult(status="sandbox_error", stderr=str(exc).encode())
         self.result = result
@@ -380,7 +382,7 @@ class Session:
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
         data = self.download_tar()
         return Session(
-            self.sandbox,
+            self.source,
             limits=self.limits,
             ttl_s=self.ttl_s,
             idle_ttl_s=self.idle_ttl_s,
