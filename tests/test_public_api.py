@@ -29,6 +29,7 @@ PUBLIC_MODULES = [
     "assay.judge",
     "assay.reward",
     "assay.scheduler",
+    "assay.sessions",
     "assay.server",
     "assay.telemetry",
 ]

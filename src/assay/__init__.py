@@ -30,12 +30,22 @@ from .reward import (
 from .reward import get as get_reward
 from .runner import Runner, run, run_async
 from .sandbox import HostReport, RunRequest, Sandbox, SandboxConfig, probe_host
+from .sessions import (
+    AsyncSession,
+    Session,
+    SessionEnded,
+    SessionLimits,
+    SessionManager,
+    StepResult,
+    TooManySessions,
+)
 from .types import ExecResult, Limits, Status
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AssayError",
+    "AsyncSession",
     "BatchHandle",
     "BinaryReward",
     "ClosedError",
@@ -64,10 +74,16 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxError",
+    "Session",
+    "SessionEnded",
+    "SessionLimits",
+    "SessionManager",
     "Status",
+    "StepResult",
     "Submission",
     "TestCase",
     "TestResult",
+    "TooManySessions",
     "UnsupportedLanguageError",
     "ValidationError",
     "Verdict",

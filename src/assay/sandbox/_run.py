@@ -52,6 +52,10 @@ class RunRequest:
     #: program (``runtime_error``, SIGKILL). The caller keeps and closes it; it never enters
     #: the sandbox. For callers that learn early that they need no more of a run.
     stop_fd: int = -1
+    #: Longest interval between two samples of the run's CPU time (a run is stopped within
+    #: about this of its CPU limit). Long-lived runs with large budgets (agent sessions) set
+    #: more, so hundreds of idle ones do not keep the trusted process sampling.
+    cpu_poll_s: float = defaults.CPU_POLL_MAX_S
 
 
 @dataclass
@@ -217,9 +221,7 @@ class Supervision:
                             # CPU grows at most ncpu seconds per wall second: sleep until
                             # the earliest moment the limit could be crossed.
                             remaining = (limits.time_s - cpu_used) / self.ncpu
-                            next_cpu_check = now + min(
-                                max(remaining, 0.002), defaults.CPU_POLL_MAX_S
-                            )
+                            next_cpu_check = now + min(max(remaining, 0.002), self.req.cpu_poll_s)
                     elif not self.hard_killed and now - self.killed_at > KILL_GRACE_S:
                         self.hard_killed = True
                         hard_kill()

@@ -6,14 +6,13 @@ import collections
 import contextlib
 import json
 import os
-import select
 import signal
 import socket
 import threading
 
 from .. import defaults
 from ._inside import wire
-from ._zygote import ZygoteProcess
+from ._zygote import ZygoteProcess, readable
 from .cgroups import CgroupBackend, CgroupLimits, RunCgroup
 
 
@@ -41,7 +40,7 @@ class SlotHandle:
     def wait_ready(self, timeout: float) -> bool:
         if self.pidfd is not None:
             return True
-        ready, _, _ = select.select([self.sock], [], [], timeout)
+        ready = readable(self.sock, timeout)
         if not ready:
             self.error = "timed out"
             return False
@@ -131,7 +130,7 @@ class SlotHandle:
             except OSError as exc:
                 self.error = str(exc)
                 return b"", []
-            ready, _, _ = select.select([sock], [], [], timeout)
+            ready = readable(sock, timeout)
             if not ready:
                 break
         return self._timed_out()
@@ -154,7 +153,7 @@ class SlotHandle:
     def _recv(
         self, sock: socket.socket, timeout: float
     ) -> tuple[dict[str, object] | None, list[int]]:
-        ready, _, _ = select.select([sock], [], [], timeout)
+        ready = readable(sock, timeout)
         if not ready:
             self.error = "timed out"
             return None, []

@@ -14,11 +14,11 @@ import collections
 import grp
 import os
 import pwd
-import select
 import threading
 import time
 
 from ..errors import ConfigError, SandboxError
+from ._zygote import readable
 
 #: How long an id whose slot never reported its init (so no pidfd to watch) stays out.
 QUARANTINE_S = 10.0
@@ -75,7 +75,7 @@ class UidPool:
             if pidfd is None:
                 gone = now - since >= QUARANTINE_S
             else:
-                gone = bool(select.select([pidfd], [], [], 0)[0])
+                gone = readable(pidfd, 0)
                 if gone:
                     os.close(pidfd)
             if gone:

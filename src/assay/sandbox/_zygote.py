@@ -29,6 +29,15 @@ _BOOT = (
 )
 
 
+def readable(obj: int | socket.socket, timeout: float | None) -> bool:
+    """Whether ``obj`` is readable (or hung up) within ``timeout`` seconds: ``poll`` rather
+    than ``select``, which fails on fds above 1023 (a service holding many sessions)."""
+    poller = select.poll()
+    poller.register(obj, select.POLLIN)
+    wait = None if timeout is None else max(0, int(timeout * 1000 + 0.999))
+    return bool(poller.poll(wait))
+
+
 def _bundle() -> bytes:
     """boot.py and the sources of every module of the ``_inside`` package."""
     sources = {}
@@ -111,7 +120,7 @@ class ZygoteProcess:
             self._stderr_tail.append(line.decode(errors="replace").rstrip())
 
     def _handshake(self) -> dict[str, Any]:
-        ready, _, _ = select.select([self.sock], [], [], defaults.ZYGOTE_START_TIMEOUT_S)
+        ready = readable(self.sock, defaults.ZYGOTE_START_TIMEOUT_S)
         msg = None
         if ready:
             try:

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..errors import Overloaded, ValidationError
 from ..executor import LocalExecutor
-from . import dashboard, native, reward, sandboxfusion
+from . import dashboard, jupyter, native, reward, sandboxfusion, sessions
 from ._service import Service
 from .dashboard import Dashboard
 from .models import ErrorResponse
@@ -147,6 +147,7 @@ def create_app(
         finally:
             sampler.cancel()
             await svc.drain()
+            await asyncio.to_thread(sessions.shutdown, app)
             if executor is None:
                 await asyncio.to_thread(ex.close)
 
@@ -216,6 +217,8 @@ def create_app(
     app.include_router(native.router)
     app.include_router(reward.router)
     app.include_router(dashboard.router)
+    app.include_router(sessions.router)
+    app.include_router(jupyter.router)
     return app
 
 

@@ -1,0 +1,233 @@
+"""Agent sessions (issue 15): what creating, stepping, forking and holding sessions costs.
+
+Each number is printed with the baseline it is measured against in the same run, and the
+script ends with one JSON line:
+
+- ``create_p50_ms``: ``Session(runner)`` until the agent answers (warm pool), against a plain
+  one-shot sandbox run of ``pass`` (``create_vs_plain_run``);
+- ``exec_p50_ms``: ``exec("true")`` in a warm session, against ``bash -c true`` started on the
+  host with no sandbox (``exec_vs_host_bash``);
+- ``fork_p50_ms``: ``fork()`` of a session holding a 10 MiB (incompressible) workspace;
+- ``concurrent_sessions`` / ``memory_per_idle_session_mib``: idle sessions held open at once,
+  and what each costs: the proportional set size (PSS) of all its processes, plus the host's
+  ``MemAvailable`` drop per session (``memavail_per_idle_session_mib``, noisier: other work
+  on the host moves it too); ``trusted_cpu_pct_idle``: the trusted process's CPU while they
+  sit idle (each session's supervisor samples its cgroup);
+- ``creates_20_s``: wall time of 20 creates started at once;
+- ``episodes_per_s``: scripted 10-step episodes (create, write a file, 8 steps, close) with
+  ``--workers`` episodes running at once (every core busy).
+
+Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [--workers 4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from assay import Limits, Runner, Sandbox, Session, SessionLimits
+
+IDLE_LIMITS = SessionLimits(cpu_s=60, memory_mb=64, processes=16, disk_mb=16)
+STEPS = [
+    "mkdir -p src && cd src",
+    "printf 'def add(a, b):\\n    return a - b\\n' > calc.py",
+    "cat calc.py",
+    "python3 -c 'import calc; print(calc.add(2, 2))'",
+    "sed -i 's/a - b/a + b/' calc.py",
+    "python3 -c 'import calc; assert calc.add(2, 2) == 4; print(\"ok\")'",
+    "ls -la; export DONE=1",
+    "echo $DONE; cd /work && find . -type f | wc -l",
+]
+
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs) * 1000
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _descendants(root: int) -> list[int]:
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        pid, ppid = (int(x) for x in line.split())
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _mem_available_mib() -> float:
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def bench_create_exec(runner: Runner, n: int) -> dict[str, float]:
+    plain, create, exec_, host = [], [], [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        runner.run("pass", limits=Limits(time_s=2))
+        plain.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        s = Session(runner, limits=IDLE_LIMITS)
+        create.append(time.perf_counter() - t)
+        s.close()
+    with Session(runner, limits=IDLE_LIMITS) as s:
+        s.exec("true")
+        for _ in range(n * 2):
+            t = time.perf_counter()
+            s.exec("true")
+            exec_.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"], check=True)
+            host.append(time.perf_counter() - t)
+    out = {
+        "create_p50_ms": p50(create),
+        "plain_run_p50_ms": p50(plain),
+        "exec_p50_ms": p50(exec_),
+        "host_bash_p50_ms": p50(host),
+    }
+    out["create_vs_plain_run"] = out["create_p50_ms"] / out["plain_run_p50_ms"]
+    out["exec_vs_host_bash"] = out["exec_p50_ms"] / out["host_bash_p50_ms"]
+    return out
+
+
+def bench_fork(runner: Runner, n: int) -> dict[str, float]:
+    limits = SessionLimits(cpu_s=60, memory_mb=256, processes=16, disk_mb=64)
+    times = []
+    with Session(runner, limits=limits) as s:
+        s.write_file("data.bin", os.urandom(10 << 20))
+        for _ in range(n):
+            t = time.perf_counter()
+            child = s.fork()
+            times.append(time.perf_counter() - t)
+            assert child.exec("stat -c %s data.bin").stdout == b"10485760\n"
+            child.close()
+    return {"fork_p50_ms": p50(times)}
+
+
+def bench_idle(runner: Runner, target: int) -> dict[str, float]:
+    zygote = runner.sandbox.zygote_pid
+    before = _mem_available_mib()
+    sessions: list[Session] = []
+    error = ""
+    t0 = time.perf_counter()
+    try:
+        for i in range(target):
+            sessions.append(Session(runner, limits=IDLE_LIMITS, ttl_s=3600, idle_ttl_s=3600))
+            if (i + 1) % 50 == 0:
+                print(
+                    f"  {i + 1} idle sessions open ({time.perf_counter() - t0:.0f} s)", flush=True
+                )
+    except Exception as exc:  # report how far it got, and why it stopped
+        error = f"{type(exc).__name__}: {exc}"[:300]
+    opened = len(sessions)
+    time.sleep(2.0)
+    after = _mem_available_mib()
+    cpu0, w0 = os.times(), time.perf_counter()
+    time.sleep(3.0)
+    cpu1, w1 = os.times(), time.perf_counter()
+    trusted_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (w1 - w0) * 100
+    alive = sum(1 for s in sessions[:: max(1, opened // 20)] if s.exec("echo ok").stdout == b"ok\n")
+    procs = [p for p in _descendants(zygote or 0)] if zygote else []
+    pss_mib = sum(_pss_kib(p) for p in procs) / 1024
+    idle_armed = runner.sandbox.idle_slots
+    for s in sessions:
+        s.close()
+    out = {
+        "concurrent_sessions": opened,
+        "memory_per_idle_session_mib": (pss_mib / opened) if opened else 0.0,
+        "memavail_per_idle_session_mib": ((before - after) / opened) if opened else 0.0,
+        "trusted_cpu_pct_idle": trusted_cpu,
+        "idle_sample_answering": alive,
+        "idle_armed_slots_in_pss": idle_armed,
+    }
+    if error:
+        print(f"  stopped opening sessions: {error}")
+    return out
+
+
+def bench_creates_20(runner: Runner) -> dict[str, float]:
+    barrier = threading.Barrier(20)
+    made: list[Session] = []
+
+    def one() -> Session:
+        barrier.wait()
+        return Session(runner, limits=IDLE_LIMITS)
+
+    with ThreadPoolExecutor(20) as pool:
+        futures = [pool.submit(one) for _ in range(20)]
+        t = time.perf_counter()
+        made = [f.result() for f in futures]
+        took = time.perf_counter() - t
+    for s in made:
+        s.close()
+    return {"creates_20_s": took}
+
+
+def bench_episodes(runner: Runner, episodes: int, workers: int) -> dict[str, float]:
+    def episode(i: int) -> None:
+        with Session(runner, limits=IDLE_LIMITS) as s:
+            s.write_file("README", f"episode {i}\n")
+            for cmd in STEPS:
+                step = s.exec(cmd, timeout_s=30)
+                assert not step.timed_out, (cmd, step)
+            assert s.exec("cat src/calc.py").exit_code == 0
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(episode, range(workers)))  # warm
+        t = time.perf_counter()
+        list(pool.map(episode, range(episodes)))
+        took = time.perf_counter() - t
+    return {"episodes_per_s": episodes / took, "episode_workers": workers}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=20, help="samples for create/exec p50")
+    ap.add_argument("--idle", type=int, default=500, help="idle sessions to hold open")
+    ap.add_argument("--episodes", type=int, default=40)
+    ap.add_argument("--workers", type=int, default=2 * len(os.sched_getaffinity(0)))
+    args = ap.parse_args()
+    with Runner(Sandbox(pool_size=8)) as runner:
+        runner.warm_up(8)
+        Session(runner, limits=IDLE_LIMITS).close()
+        out: dict[str, float] = {}
+        for name, fn in [
+            ("create/exec", lambda: bench_create_exec(runner, args.runs)),
+            ("fork", lambda: bench_fork(runner, 5)),
+            ("creates_20", lambda: bench_creates_20(runner)),
+            ("episodes", lambda: bench_episodes(runner, args.episodes, args.workers)),
+            ("idle", lambda: bench_idle(runner, args.idle)),
+        ]:
+            print(f"{name} ...", flush=True)
+            got = fn()
+            for key, value in got.items():
+                print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
+            out.update(got)
+    print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()

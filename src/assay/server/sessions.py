@@ -1,0 +1,214 @@
+"""Agent sessions over HTTP: ``/v1/sessions`` (create, exec, files, fork, close).
+
+Every call on a session runs on a worker thread (a step blocks until it ends or times out).
+An ended session answers 410 with the reason it ended (``closed``, ``ttl``, ``idle_ttl``,
+``cpu_limit``, ``memory_limit``, ``crashed``) for as long as the service remembers it, then
+404. The session cap is ``ASSAY_SERVER_MAX_SESSIONS`` (429 beyond it) and the sum of the open
+sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ValidationError
+from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
+from ..sessions.manager import UnknownSession
+from . import _convert
+from ._service import Svc
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+_lock = threading.Lock()
+
+
+class LimitsModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cpu_s: float = 600.0
+    memory_mb: int = 512
+    processes: int = 64
+    disk_mb: int = 256
+    output_bytes: int = 1 << 20
+
+
+class CreateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
+    limits: LimitsModel | None = None
+    ttl_s: float = 3600.0
+    idle_ttl_s: float = 600.0
+
+
+class ExecRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: str
+    timeout_s: float = 30.0
+    idle_timeout_s: float | None = None
+    stdin: str = ""
+
+
+class ExecResponse(BaseModel):
+    exit_code: int | None
+    signal: int | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    cpu_s: float
+    wall_s: float
+    peak_memory_bytes: int
+    timed_out: bool
+    reason: str | None
+
+
+def manager(app: FastAPI, executor: object) -> SessionManager:
+    """The app's session manager (made on first use, on the executor's sandbox pool)."""
+    with _lock:
+        found: SessionManager | None = getattr(app.state, "session_manager", None)
+        if found is None:
+            budget = os.environ.get("ASSAY_SERVER_SESSION_MEMORY_MB")
+            found = SessionManager(
+                executor,
+                max_sessions=int(os.environ.get("ASSAY_SERVER_MAX_SESSIONS") or 256),
+                memory_budget_mb=int(budget) if budget else None,
+            )
+            app.state.session_manager = found
+        return found
+
+
+def shutdown(app: FastAPI) -> None:
+    """Close every session (the service is stopping)."""
+    found: SessionManager | None = getattr(app.state, "session_manager", None)
+    if found is not None:
+        found.close_all()
+
+
+async def _manager(request: Request, svc: Svc) -> SessionManager:
+    return manager(request.app, svc.executor)
+
+
+Manager = Annotated[SessionManager, Depends(_manager)]
+
+
+def _gone(exc: SessionEnded) -> JSONResponse:
+    return JSONResponse(
+        {"field": "session", "message": str(exc), "reason": exc.reason, "detail": exc.detail},
+        410,
+    )
+
+
+def _unknown(exc: UnknownSession) -> JSONResponse:
+    return JSONResponse({"field": "session", "message": f"session: {exc}"}, 404)
+
+
+async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
+    """Call ``fn`` of session ``session_id`` off the event loop; errors become answers."""
+    try:
+        session = m.get(session_id)
+        return await asyncio.to_thread(getattr(session, fn), *args)
+    except SessionEnded as exc:
+        return _gone(exc)
+    except UnknownSession as exc:
+        return _unknown(exc)
+    except SessionRefused as exc:
+        return JSONResponse({"field": "path", "message": f"path: {exc}"}, 400)
+
+
+@router.post("")
+async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
+    """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session."""
+    files = _convert.files(body.files, svc.settings)
+    try:
+        limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
+    except TypeError as exc:
+        raise ValidationError("limits", str(exc)) from None
+    session = await asyncio.to_thread(
+        m.create, files=files, limits=limits, ttl_s=body.ttl_s, idle_ttl_s=body.idle_ttl_s
+    )
+    return session.info()
+
+
+@router.get("/{session_id}")
+async def info(session_id: str, m: Manager) -> Any:
+    """State, age, idle time, limits and step count."""
+    try:
+        return m.get(session_id).info()
+    except SessionEnded as exc:
+        return _gone(exc)
+    except UnknownSession as exc:
+        return _unknown(exc)
+
+
+@router.delete("/{session_id}", status_code=204, response_class=Response, response_model=None)
+async def close(session_id: str, m: Manager) -> Any:
+    """End the session: its processes, files, mounts and cgroup are gone when this answers."""
+    answer = await _on(m, session_id, "close")
+    return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
+
+
+@router.post("/{session_id}/exec", response_model=ExecResponse)
+async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any:
+    """One shell step (cwd and exported variables carry over from the previous step)."""
+    stdin = _convert.stdin(body.stdin, svc.settings)
+    step = await _on(
+        m, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
+    )
+    if isinstance(step, JSONResponse):
+        return step
+    out = step.to_dict()
+    out["stdout"] = step.stdout.decode(errors="replace")
+    out["stderr"] = step.stderr.decode(errors="replace")
+    return out
+
+
+@router.post("/{session_id}/fork")
+async def fork(session_id: str, m: Manager) -> Any:
+    """A new session with a copy of this one's workspace (processes are not copied)."""
+    try:
+        child: Session = await asyncio.to_thread(m.fork, session_id)
+    except SessionEnded as exc:
+        return _gone(exc)
+    except UnknownSession as exc:
+        return _unknown(exc)
+    return child.info()
+
+
+@router.get("/{session_id}/files")
+async def list_files(session_id: str, m: Manager, dir: str = Query(".")) -> Any:
+    """The entries of directory ``dir`` of the workspace."""
+    entries = await _on(m, session_id, "list_files", dir)
+    return entries if isinstance(entries, JSONResponse) else {"entries": entries}
+
+
+@router.put(
+    "/{session_id}/files/{path:path}", status_code=204, response_class=Response, response_model=None
+)
+async def put_file(session_id: str, path: str, request: Request, m: Manager) -> Any:
+    """Write the raw request body to ``path`` (directories are made as needed)."""
+    data = await request.body()
+    answer = await _on(m, session_id, "write_file", path, data)
+    return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
+
+
+@router.get("/{session_id}/files/{path:path}")
+async def get_file(session_id: str, path: str, m: Manager) -> Any:
+    """The raw bytes of ``path``."""
+    data = await _on(m, session_id, "read_file", path)
+    if isinstance(data, JSONResponse):
+        return data
+    return Response(data, media_type="application/octet-stream")
+
+
+@router.delete(
+    "/{session_id}/files/{path:path}", status_code=204, response_class=Response, response_model=None
+)
+async def delete_file(session_id: str, path: str, m: Manager) -> Any:
+    """Delete a file or a directory tree."""
+    answer = await _on(m, session_id, "delete_file", path)
+    return answer if isinstance(answer, JSONResponse) else Response(status_code=204)

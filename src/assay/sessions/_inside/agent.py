@@ -1,0 +1,427 @@
+"""The session agent: the program of a session's sandbox run (stdlib only).
+
+It answers newline-delimited JSON requests from the trusted side on fd 3 (a socket), one at
+a time (file contents follow a line as ``nbytes`` raw bytes): ``exec`` (a shell step), ``write``/``read``/``list``/``delete`` (files under /work),
+``tar``/``untar`` (a tree), ``cell`` (Python code in a persistent interpreter) and ``ping``.
+Everything it says is untrusted data to the other side: it runs as the sandbox's user,
+inside every control of the sandbox, and the session's limits are enforced from outside.
+
+Shell state (cwd, exported variables) carries over from step to step: each step is a fresh
+``bash`` in its own process group that starts in the cwd the previous step ended in, with
+the variables it had exported, and saves both when it exits. A step stopped by a timeout
+saves nothing (its changes to cwd and variables are lost, its files are not).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import select
+import signal
+import socket
+import stat
+import sys
+import threading
+import time
+from typing import Any
+
+WORK = "/work"
+STATE = "/tmp/.assay-session"
+CHUNK = 1 << 16
+SHELL = "/bin/bash"
+BASE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+    "PYTHONUNBUFFERED": "1",
+}
+#: Saves the step's cwd and exported variables when its shell exits (builtins only: no
+#: process is started for it); the agent keeps them only if the step was not stopped.
+TRAILER = (
+    "trap '__assay_rc=$?; pwd > " + STATE + "/cwd.new; export -p > " + STATE + "/env.new; "
+    "exit $__assay_rc' EXIT\n"
+)
+PREAMBLE = (
+    "{ read -r __assay_d < " + STATE + '/cwd && cd -- "$__assay_d"; } 2>/dev/null\n'
+    "unset __assay_d\n"
+    "[ -f " + STATE + "/env ] && . " + STATE + "/env\n"
+)
+
+
+class Refused(Exception):
+    """A request the agent will not carry out (the reply names why)."""
+
+
+def inside(path: str, must_exist: bool = False) -> str:
+    """``path`` (relative to /work, or absolute under it) resolved; refused if it, or a
+    symlink on the way, leads out of /work."""
+    if not isinstance(path, str) or "\x00" in path:
+        raise Refused("path must be a string without NUL")
+    full = os.path.normpath(os.path.join(WORK, path))
+    if full != WORK and not full.startswith(WORK + "/"):
+        raise Refused(f"path {path!r} leads out of {WORK}")
+    real = os.path.realpath(full)
+    if real != WORK and not real.startswith(WORK + "/"):
+        raise Refused(f"path {path!r} leads out of {WORK} through a symlink")
+    if must_exist and not os.path.lexists(full):
+        raise Refused(f"no such file: {path!r}")
+    return real
+
+
+class Step:
+    """One shell step: run, watch output and the clocks, stop the group on a timeout."""
+
+    def __init__(self, req: dict[str, Any]) -> None:
+        self.command = str(req["command"])
+        self.timeout = float(req.get("timeout_s") or 30.0)
+        idle = req.get("idle_timeout_s")
+        self.idle = float(idle) if idle else None
+        self.cap = int(req.get("output_bytes") or 1 << 20)
+        self.stdin = base64.b64decode(req.get("stdin") or "")
+
+    def run(self) -> dict[str, Any]:
+        script = self._script()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe()
+        env = dict(BASE_ENV)
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the step: its own process group, fds 0-2 only
+            try:
+                os.setsid()
+                os.dup2(in_r, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.closerange(3, 1 << 16)
+                os.execve(SHELL, [SHELL, "--noprofile", "--norc", "-c", script], env)
+            finally:
+                os._exit(127)
+        for fd in (out_w, err_w, in_r):
+            os.close(fd)
+        feeder = None
+        if self.stdin:
+            feeder = threading.Thread(target=_feed, args=(in_w, self.stdin), daemon=True)
+            feeder.start()
+        else:
+            os.close(in_w)
+        outs = {out_r: bytearray(), err_r: bytearray()}
+        truncated = {out_r: False, err_r: False}
+        poller = select.poll()
+        for fd in outs:
+            poller.register(fd, select.POLLIN)
+        try:
+            pidfd = os.pidfd_open(pid)
+            poller.register(pidfd, select.POLLIN)
+        except (OSError, AttributeError):
+            pidfd = -1
+        last_output = start
+        reason = None
+        status = None
+        while status is None:
+            now = time.monotonic()
+            deadline = start + self.timeout
+            if self.idle is not None:
+                deadline = min(deadline, last_output + self.idle)
+            if now >= deadline:
+                reason = "timeout" if now >= start + self.timeout else "idle_timeout"
+                _kill_group(pid)
+                _, status, usage = os.wait4(pid, 0)
+                break
+            wait_ms = max(1, int((deadline - now) * 1000) + 1)
+            if pidfd < 0:
+                wait_ms = min(wait_ms, 5)
+            for fd, _ev in poller.poll(wait_ms):
+                if fd == pidfd:
+                    continue
+                data = os.read(fd, CHUNK)
+                if not data:
+                    poller.unregister(fd)
+                    continue
+                last_output = time.monotonic()
+                buf = outs[fd]
+                room = self.cap - len(buf)
+                if len(data) > room:
+                    truncated[fd] = True
+                buf += data[: max(room, 0)]
+            got, st, usage = os.wait4(pid, os.WNOHANG)
+            if got == pid:
+                status = st
+        wall = time.monotonic() - start
+        # Whatever is already in the pipes belongs to the step; a background process that
+        # keeps them open is drained on a thread (its later output is discarded).
+        for fd, buf in outs.items():
+            os.set_blocking(fd, False)
+            try:
+                while True:
+                    data = os.read(fd, CHUNK)
+                    if not data:
+                        os.close(fd)
+                        break
+                    room = self.cap - len(buf)
+                    truncated[fd] = truncated[fd] or len(data) > room
+                    buf += data[: max(room, 0)]
+            except BlockingIOError:
+                os.set_blocking(fd, True)
+                try:
+                    threading.Thread(target=_drain, args=(fd,), daemon=True).start()
+                except RuntimeError:  # no thread left under the pids limit: stop reading
+                    os.close(fd)
+        if pidfd >= 0:
+            os.close(pidfd)
+        if feeder is not None:
+            feeder.join(0.1)
+        for name in ("cwd", "env"):
+            new = f"{STATE}/{name}.new"
+            try:
+                if reason is None:
+                    os.replace(new, f"{STATE}/{name}")
+                else:
+                    os.unlink(new)
+            except OSError:
+                pass
+        code = os.waitstatus_to_exitcode(status)
+        return {
+            "exit_code": code if code >= 0 else None,
+            "signal": -code if code < 0 else None,
+            "stdout": base64.b64encode(bytes(outs[out_r])).decode(),
+            "stderr": base64.b64encode(bytes(outs[err_r])).decode(),
+            "stdout_truncated": truncated[out_r],
+            "stderr_truncated": truncated[err_r],
+            "timed_out": reason is not None,
+            "reason": reason,
+            "wall_s": wall,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_memory_bytes": usage.ru_maxrss * 1024,
+        }
+
+    def _script(self) -> str:
+        return PREAMBLE + TRAILER + self.command + "\n"
+
+
+def _feed(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, CHUNK):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL process group ``pid``, again while it has members: a process forked while
+    the first signal was delivered (a fork bomb's) would otherwise survive it."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            return
+        time.sleep(0.005)
+
+
+class Kernel:
+    """A persistent Python interpreter for notebook cells (started on first use)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.pid = 0
+        self.to: int = -1
+        self.frm: io.BufferedReader | None = None
+
+    def _start(self) -> None:
+        to_r, to_w = os.pipe2(0)  # inheritable: dup2 onto an fd of the same number
+        fr_r, fr_w = os.pipe2(0)  # must leave it inheritable too
+        os.set_inheritable(to_w, False)
+        os.set_inheritable(fr_r, False)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                os.chdir(WORK)
+                os.dup2(fr_w, 3)
+                os.dup2(to_r, 4)
+                os.closerange(5, 1 << 16)
+                null = os.open("/dev/null", os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                argv = [sys.executable, "-I", "-u", "-c", self.source]
+                os.execve(sys.executable, argv, dict(BASE_ENV))
+            finally:
+                os._exit(127)
+        os.close(to_r)
+        os.close(fr_w)
+        self.pid, self.to, self.frm = pid, to_w, os.fdopen(fr_r, "rb")
+
+    def stop(self) -> None:
+        if self.pid:
+            _kill_group(self.pid)
+            os.waitpid(self.pid, 0)
+            os.close(self.to)
+            assert self.frm is not None
+            self.frm.close()
+            self.pid = 0
+
+    def cell(self, code: str, timeout: float) -> dict[str, Any]:
+        if not self.pid:
+            self._start()
+        assert self.frm is not None
+        _feed_keep(self.to, (json.dumps({"code": code}) + "\n").encode())
+        ready, _, _ = select.select([self.frm], [], [], timeout)
+        line = self.frm.readline() if ready else b""
+        if not line:
+            self.stop()
+            why = "timeout" if not ready else "the interpreter died"
+            return {"status": why, "restarted": True}
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+
+def _feed_keep(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any]:
+    op = req.get("op")
+    if op == "ping":
+        return {}
+    if op == "exec":
+        return Step(req).run()
+    if op == "write":
+        path = inside(req["path"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        fd = os.open(path, flags, int(req.get("mode", 0o644)))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        return {}
+    if op == "read":
+        path = inside(req["path"], must_exist=True)
+        if not os.path.isfile(path):
+            raise Refused(f"not a file: {req['path']!r}")
+        with open(path, "rb") as fh:
+            return {"_data": fh.read()}
+    if op == "list":
+        path = inside(req.get("dir") or ".", must_exist=True)
+        entries = []
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            st = entry.stat(follow_symlinks=False)
+            kind = (
+                "dir"
+                if stat.S_ISDIR(st.st_mode)
+                else "symlink"
+                if stat.S_ISLNK(st.st_mode)
+                else "file"
+            )
+            entries.append({"name": entry.name, "type": kind, "size": st.st_size})
+        return {"entries": entries}
+    if op == "delete":
+        path = inside(req["path"], must_exist=True)
+        if path == WORK:
+            raise Refused("the workspace itself cannot be deleted")
+        if os.path.isdir(path) and not os.path.islink(path):
+            import shutil  # imported when needed: the agent starts on every create
+
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        return {}
+    if op == "tar":
+        import tarfile
+
+        path = inside(req.get("dir") or ".", must_exist=True)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz" if req.get("gzip") else "w") as tar:
+            for name in sorted(os.listdir(path)):
+                tar.add(os.path.join(path, name), arcname=name)
+        return {"_data": buf.getvalue()}
+    if op == "untar":
+        untar(payload, inside(req.get("dir") or "."))
+        return {}
+    if op == "cell":
+        return kernel.cell(str(req["code"]), float(req.get("timeout_s") or 30.0))
+    if op == "kernel_reset":
+        kernel.stop()
+        return {}
+    raise Refused(f"unknown op {op!r}")
+
+
+def untar(data: bytes, dest: str) -> None:
+    """Extract regular files and directories only; every name must stay under ``dest``."""
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        for member in tar.getmembers():
+            name = os.path.normpath(member.name)
+            if name.startswith(("/", "..")) or "\x00" in name:
+                raise Refused(f"tar member {member.name!r} leads out of the workspace")
+            target = inside(os.path.relpath(os.path.join(dest, name), WORK))
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+            elif member.isfile():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                src = tar.extractfile(member)
+                assert src is not None
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(src.read())
+                os.chmod(target, member.mode & 0o755 | 0o600)
+            elif member.issym():
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(
+                    member.linkname, os.path.join(os.path.dirname(target), os.path.basename(name))
+                )
+            # other kinds (hard links, fifos, devices) are skipped
+
+
+def main() -> None:
+    kernel_path = os.path.join(WORK, ".assay_kernel.py")
+    with open(kernel_path) as fh:
+        kernel = Kernel(fh.read())
+    # The workspace is the agent's to hand over: its own files leave it.
+    for name in (kernel_path, os.path.abspath(sys.argv[0])):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    os.makedirs(STATE, mode=0o700, exist_ok=True)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    sock = socket.socket(fileno=3)
+    rfile = sock.makefile("rb")
+    sock.sendall(b'{"ready": true}\n')
+    for line in rfile:
+        data = b""
+        try:
+            req = json.loads(line)
+            size = int(req.get("nbytes", 0))
+            payload = rfile.read(size) if size else b""
+            reply = handle(req, payload, kernel)
+            data = reply.pop("_data", b"")
+            reply["ok"] = True
+            reply["nbytes"] = len(data)
+        except Refused as exc:
+            reply = {"ok": False, "error": str(exc)}
+        except Exception as exc:  # any failed request is answered, never fatal
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        sock.sendall(json.dumps(reply).encode() + b"\n" + data)
+
+
+if __name__ == "__main__":
+    main()

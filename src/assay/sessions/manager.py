@@ -1,0 +1,140 @@
+"""Open sessions by id, with a cap on how many and how much memory they may hold.
+
+An open session holds one sandbox slot (its run) and its memory limit, but no executor
+worker: an idle session costs memory, not a worker; its steps run on the caller's thread.
+The cap on open sessions and on the sum of their memory limits is what keeps a burst of
+sessions from taking the machine from batch judging; beyond it ``create`` raises
+:class:`TooManySessions` (the server's 429).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any
+
+from ..errors import Overloaded, ValidationError
+from .session import Session, executor_of
+from .types import SessionEnded, SessionLimits
+
+#: Ended sessions remembered (id -> reason), so a late call learns why its session ended.
+REMEMBER_ENDED = 10_000
+
+
+class TooManySessions(Overloaded):
+    """No room for another session (count or memory budget); retry later."""
+
+    def __init__(self, what: str, used: int, capacity: int, retry_after: float = 1.0) -> None:
+        Exception.__init__(self, f"too many sessions: {what} {used} of {capacity} in use")
+        self.queued = used
+        self.capacity = capacity
+        self.requested = 1
+        self.retry_after = retry_after
+
+
+class UnknownSession(KeyError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+    def __str__(self) -> str:
+        return f"no session {self.session_id!r}"
+
+
+class SessionManager:
+    """Creates, finds and closes sessions on one sandbox pool (thread-safe)."""
+
+    def __init__(
+        self,
+        source: object,
+        max_sessions: int = 512,
+        memory_budget_mb: int | None = None,
+    ) -> None:
+        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+            raise ValidationError("max_sessions", "must be a positive integer")
+        executor_of(source)  # checks what it is
+        self.source = source
+        self.max_sessions = max_sessions
+        self.memory_budget_mb = memory_budget_mb
+        self._lock = threading.Lock()
+        self._open: dict[str, Session] = {}
+        self._reserved = 0
+        self._reserved_mb = 0
+        self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+
+    def _memory_mb(self) -> int:
+        return sum(s.limits.memory_mb for s in self._open.values()) + self._reserved_mb
+
+    def _reserve(self, limits: SessionLimits) -> None:
+        with self._lock:
+            used = len(self._open) + self._reserved
+            if used >= self.max_sessions:
+                raise TooManySessions("sessions", used, self.max_sessions)
+            if self.memory_budget_mb is not None:
+                mem = self._memory_mb()
+                if mem + limits.memory_mb > self.memory_budget_mb:
+                    raise TooManySessions("memory MiB", mem, self.memory_budget_mb)
+            self._reserved += 1
+            self._reserved_mb += limits.memory_mb
+
+    def _admit(self, limits: SessionLimits, session: Session | None) -> None:
+        with self._lock:
+            self._reserved -= 1
+            self._reserved_mb -= limits.memory_mb
+            if session is not None and not session.ended:
+                self._open[session.id] = session
+        if session is not None:
+            session.on_end(self._forget)
+            if session.ended:
+                self._forget(session)
+
+    def _forget(self, session: Session) -> None:
+        with self._lock:
+            self._open.pop(session.id, None)
+            self._ended[session.id] = (session.end_reason or "closed", session.end_detail)
+            while len(self._ended) > REMEMBER_ENDED:
+                self._ended.popitem(last=False)
+
+    def create(self, **kwargs: Any) -> Session:
+        """A new session (``Session``'s keyword arguments)."""
+        limits = kwargs.get("limits") or SessionLimits()
+        self._reserve(limits)
+        session = None
+        try:
+            session = Session(self.source, **kwargs)
+        finally:
+            self._admit(limits, session)
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """The open session ``session_id``; :class:`SessionEnded` if it has ended (with why),
+        :class:`UnknownSession` if there never was one (or it ended long ago)."""
+        with self._lock:
+            session = self._open.get(session_id)
+            ended = self._ended.get(session_id)
+        if session is not None:
+            return session
+        if ended is not None:
+            raise SessionEnded(session_id, *ended)
+        raise UnknownSession(session_id)
+
+    def fork(self, session_id: str) -> Session:
+        parent = self.get(session_id)
+        self._reserve(parent.limits)
+        child = None
+        try:
+            child = parent.fork()
+        finally:
+            self._admit(parent.limits, child)
+        return child
+
+    def close(self, session_id: str) -> None:
+        self.get(session_id).close()
+
+    def sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._open.values())
+
+    def close_all(self) -> None:
+        for session in self.sessions():
+            session.close()

@@ -1,0 +1,410 @@
+"""A session: one long sandbox run whose program is the session agent.
+
+Every control of a judged run applies (namespaces, a per-slot uid, seccomp, Landlock, the
+run's cgroup): the session *is* one sandbox run, with the session's limits as the run's
+(total CPU as ``time_s``, the TTL as the wall limit). Closing it stops the run, and the
+sandbox takes everything with it: processes, the tmpfs holding /work, the cgroup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .. import defaults
+from ..errors import SandboxError, ValidationError
+from ..runner import Runner
+from ..sandbox import RunRequest, Sandbox
+from ..types import ExecResult, Limits
+from ._channel import Channel, ChannelBroken
+from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+
+AGENT = ".assay_agent.py"
+KERNEL = ".assay_kernel.py"
+#: How long a new session's agent may take to say it is ready.
+START_TIMEOUT_S = 20.0
+#: How long past a step's own timeout the agent may take to answer before the session is
+#: taken for dead (the agent kills the step at its timeout, then reports).
+REPLY_GRACE_S = 10.0
+#: Timeout of calls that are not steps (files, tar).
+CALL_TIMEOUT_S = 60.0
+MAX_TTL_S = 4 * 3600.0
+#: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
+CPU_POLL_S = 0.5
+
+
+@cache
+def _inside(name: str) -> bytes:
+    return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
+
+
+def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
+    """How to run a sandbox request on a ``Runner``, a ``LocalExecutor`` (its runner) or a
+    ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
+    if isinstance(source, (Runner, Sandbox)):
+        return source.execute
+    runner = getattr(source, "runner", None)
+    if isinstance(runner, Runner):
+        return runner.execute
+    raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
+
+
+def _check_time(field: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(field, f"must be a number, got {value!r}")
+    if not 0 < value <= MAX_TTL_S:
+        raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
+    return float(value)
+
+
+def _files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes, int]]:
+    out = []
+    for path, content in (files or {}).items():
+        if not isinstance(path, str):
+            raise ValidationError("files", f"path {path!r} must be a string")
+        if os.path.normpath(path.removeprefix("/work/")) in (AGENT, KERNEL):
+            raise ValidationError(f"files[{path!r}]", "this name is reserved for the session agent")
+        if isinstance(content, str):
+            content = content.encode()
+        if not isinstance(content, bytes):
+            raise ValidationError(f"files[{path!r}]", "content must be str or bytes")
+        out.append((path, content, 0o644))
+    return out
+
+
+class Session:
+    """An isolated sandbox whose workspace (/work) and processes live from create to close.
+
+    >>> with Session(runner, files={"a.txt": "hi"}) as s:          # doctest: +SKIP
+    ...     s.exec("cd sub 2>/dev/null || mkdir sub && cd sub; export X=1")
+    ...     s.exec("pwd; echo $X").stdout                          # b'/work/sub\\n1\\n'
+    """
+
+    def __init__(
+        self,
+        source: object,
+        files: Mapping[str, str | bytes] | None = None,
+        *,
+        limits: SessionLimits | None = None,
+        ttl_s: float = 3600.0,
+        idle_ttl_s: float = 600.0,
+        tar: bytes | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        self.source = source
+        self._execute = executor_of(source)
+        self.limits = limits or SessionLimits()
+        if not isinstance(self.limits, SessionLimits):
+            raise ValidationError("limits", "must be a SessionLimits")
+        self.ttl_s = _check_time("ttl_s", ttl_s)
+        self.idle_ttl_s = _check_time("idle_ttl_s", idle_ttl_s)
+        self.id = session_id or secrets.token_hex(8)
+        self.created = time.monotonic()
+        self.last_used = self.created
+        self.steps = 0
+        self.busy = False
+        self.end_reason: str | None = None
+        self.end_detail = ""
+        self.result: ExecResult | None = None
+        self._on_end: list[Callable[[Session], None]] = []
+        self._call_lock = threading.Lock()
+        self._state = threading.Lock()
+        user_files = _files(files)
+        host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
+        self._channel = Channel(host)
+        lim = self.limits
+        req = RunRequest(
+            "python",
+            [f"/work/{AGENT}"],
+            [
+                (AGENT, _inside("agent.py"), 0o444),
+                (KERNEL, _inside("kernel.py"), 0o444),
+                *user_files,
+            ],
+            limits=Limits(
+                time_s=lim.cpu_s,
+                wall_s=self.ttl_s + 5.0,  # the reaper ends it at the TTL; this is the backstop
+                memory_mb=lim.memory_mb,
+                processes=lim.processes,
+                output_bytes=64 << 10,  # the agent writes nothing; a step's output is capped
+                file_bytes=lim.disk_mb << 20,
+                disk_mb=lim.disk_mb,
+            ),
+            env=dict(defaults.SANDBOX_ENV),
+            pass_fds=(inside.detach(),),
+            stop_fd=self._stop_r,
+            # The budget is checked twice a second (not every 50 ms): an idle session then
+            # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
+            cpu_poll_s=CPU_POLL_S,
+        )
+        self._thread = threading.Thread(
+            target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
+        )
+        self._thread.start()
+        try:
+            hello, _ = self._channel.recv(START_TIMEOUT_S)
+            if hello.get("ready") is not True:
+                raise ChannelBroken(f"unexpected greeting {hello!r}")
+        except ChannelBroken as exc:
+            self._end("crashed", f"agent did not start: {exc}")
+            self._finish()
+            res = self.result
+            why = f"{res.status}: {res.stderr[-500:].decode(errors='replace')}" if res else ""
+            raise SandboxError(f"session {self.id} did not start ({exc}) {why}") from None
+        if tar is not None:
+            try:
+                self.upload_tar(tar)
+            except BaseException:
+                self.close()
+                raise
+        from . import _reaper
+
+        _reaper.watch(self)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, req: RunRequest) -> None:
+        try:
+            result = self._execute(req)
+        except BaseException as exc:  # reported as the session's end
+            result = ExecResult(status="sandbox_error", stderr=str(exc).encode())
+        self.result = result
+        if result.status == "time_limit":
+            reason = "cpu_limit" if result.cpu_s >= self.limits.cpu_s else "ttl"
+            self._end(reason, "")
+        elif result.status == "memory_limit":
+            self._end("memory_limit", f"peak {result.peak_memory_bytes >> 20} MiB")
+        else:
+            detail = f"sandbox run ended: {result.status}"
+            if result.status == "sandbox_error":
+                detail += f" ({result.stderr[-300:].decode(errors='replace').strip()})"
+            self._end("crashed", detail)
+
+    def _end(self, reason: str, detail: str) -> bool:
+        """Record why the session ends (the first reason wins) and stop its run."""
+        with self._state:
+            if self.end_reason is not None:
+                return False
+            self.end_reason, self.end_detail = reason, detail
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"x")
+        for fn in self._on_end:
+            with contextlib.suppress(Exception):
+                fn(self)
+        return True
+
+    def _finish(self) -> None:
+        """Wait until the run is over: its processes, tmpfs and cgroup are gone."""
+        self._thread.join()
+        with self._state:
+            fds, self._stop_r, self._stop_w = (self._stop_r, self._stop_w), -1, -1
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)
+        self._channel.close()
+
+    def close(self) -> None:
+        """End the session; when this returns, nothing of it is left on the host."""
+        self._end("closed", "")
+        if self._thread.is_alive() or self._stop_w >= 0:
+            self._finish()
+
+    def end(self, reason: str, detail: str = "") -> None:
+        """End the session for ``reason`` (the reaper's way: ``ttl``, ``idle_ttl``)."""
+        self._end(reason, detail)
+        self._finish()
+
+    def on_end(self, fn: Callable[[Session], None]) -> None:
+        self._on_end.append(fn)
+
+    @property
+    def ended(self) -> bool:
+        return self.end_reason is not None
+
+    def info(self) -> dict[str, Any]:
+        now = time.monotonic()
+        return {
+            "id": self.id,
+            "state": "ended" if self.ended else ("busy" if self.busy else "idle"),
+            "reason": self.end_reason,
+            "detail": self.end_detail,
+            "age_s": round(now - self.created, 3),
+            "idle_s": round(now - self.last_used, 3),
+            "steps": self.steps,
+            "ttl_s": self.ttl_s,
+            "idle_ttl_s": self.idle_ttl_s,
+            "limits": self.limits.to_dict(),
+        }
+
+    # -- calls ------------------------------------------------------------------------------
+    def _call(
+        self, msg: dict[str, Any], payload: bytes = b"", timeout: float = CALL_TIMEOUT_S
+    ) -> tuple[dict[str, Any], bytes]:
+        with self._call_lock:
+            if self.end_reason is not None:
+                raise SessionEnded(self.id, self.end_reason, self.end_detail)
+            self.busy = True
+            try:
+                self._channel.send(msg, payload)
+                reply, data = self._channel.recv(timeout)
+            except ChannelBroken as exc:
+                # The run may have just ended (TTL, CPU, memory): its reason comes first.
+                self._thread.join(1.0)
+                self._end("crashed", f"agent stopped answering: {exc}")
+                self._finish()
+                assert self.end_reason is not None
+                raise SessionEnded(self.id, self.end_reason, self.end_detail) from None
+            finally:
+                self.busy = False
+                self.last_used = time.monotonic()
+        if not reply.get("ok"):
+            raise SessionRefused(str(reply.get("error", "refused"))[:1000])
+        return reply, data
+
+    def exec(
+        self,
+        command: str,
+        timeout_s: float = 30.0,
+        idle_timeout_s: float | None = None,
+        stdin: str | bytes = b"",
+    ) -> StepResult:
+        """Run ``command`` in the session's shell (cwd and exported variables carry over).
+
+        At ``timeout_s``, or after ``idle_timeout_s`` with no output, the step's process
+        group is killed and the output so far returned with ``timed_out`` and the reason.
+        """
+        import base64
+
+        if not isinstance(command, str) or not command.strip():
+            raise ValidationError("command", "must be a non-empty string")
+        if len(command) > 100_000:
+            raise ValidationError("command", "at most 100,000 characters")
+        timeout = _check_time("timeout_s", timeout_s)
+        idle = None if idle_timeout_s is None else _check_time("idle_timeout_s", idle_timeout_s)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        if not isinstance(data, bytes):
+            raise ValidationError("stdin", "must be str or bytes")
+        msg = {
+            "op": "exec",
+            "command": command,
+            "timeout_s": timeout,
+            "idle_timeout_s": idle,
+            "output_bytes": self.limits.output_bytes,
+            "stdin": base64.b64encode(data).decode(),
+        }
+        reply, _ = self._call(msg, timeout=timeout + REPLY_GRACE_S)
+        self.steps += 1
+        try:
+            reason = reply.get("reason")
+            return StepResult(
+                exit_code=_opt_int(reply.get("exit_code")),
+                signal=_opt_int(reply.get("signal")),
+                stdout=base64.b64decode(reply.get("stdout", "")),
+                stderr=base64.b64decode(reply.get("stderr", "")),
+                stdout_truncated=bool(reply.get("stdout_truncated")),
+                stderr_truncated=bool(reply.get("stderr_truncated")),
+                timed_out=bool(reply.get("timed_out")),
+                reason=reason if reason in ("timeout", "idle_timeout") else None,
+                cpu_s=float(reply.get("cpu_s", 0.0)),
+                wall_s=float(reply.get("wall_s", 0.0)),
+                peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
+            )
+        except (ValueError, TypeError) as exc:
+            self.end("crashed", f"malformed step reply: {exc}")
+            raise SessionEnded(self.id, "crashed", self.end_detail) from None
+
+    def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        if not isinstance(data, bytes):
+            raise ValidationError("content", "must be str or bytes")
+        if not isinstance(mode, int) or not 0 <= mode <= 0o777:
+            raise ValidationError("mode", "must be a permission number like 0o644")
+        self._call({"op": "write", "path": _path(path), "mode": mode}, data)
+
+    def read_file(self, path: str) -> bytes:
+        return self._call({"op": "read", "path": _path(path)})[1]
+
+    def list_files(self, directory: str = ".") -> list[dict[str, Any]]:
+        entries = self._call({"op": "list", "dir": _path(directory, allow_root=True)})[0]
+        return list(entries.get("entries", []))
+
+    def delete_file(self, path: str) -> None:
+        self._call({"op": "delete", "path": _path(path)})
+
+    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes:
+        """A tar of ``directory`` (default: the whole workspace)."""
+        msg = {"op": "tar", "dir": _path(directory, allow_root=True), "gzip": gzip}
+        return self._call(msg)[1]
+
+    def upload_tar(self, data: bytes, directory: str = ".") -> None:
+        """Unpack a tar (regular files and directories only) into ``directory``."""
+        if not isinstance(data, bytes):
+            raise ValidationError("tar", "must be bytes")
+        self._call({"op": "untar", "dir": _path(directory, allow_root=True)}, data)
+
+    def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
+        """Run Python ``code`` in the session's persistent interpreter (its variables carry
+        over from cell to cell; a cell past its timeout restarts the interpreter)."""
+        if not isinstance(code, str):
+            raise ValidationError("code", "must be a string")
+        timeout = _check_time("timeout_s", timeout_s)
+        reply, _ = self._call(
+            {"op": "cell", "code": code, "timeout_s": timeout}, timeout=timeout + REPLY_GRACE_S
+        )
+        return CellResult(
+            status=str(reply.get("status", "error")),
+            stdout=str(reply.get("stdout", "")),
+            stderr=str(reply.get("stderr", "")),
+            display=[d for d in reply.get("display", []) if isinstance(d, dict)],
+            error=[e for e in reply.get("error", []) if isinstance(e, dict)],
+            restarted=bool(reply.get("restarted")),
+        )
+
+    def ping(self) -> None:
+        self._call({"op": "ping"}, timeout=10.0)
+
+    def fork(self, session_id: str | None = None) -> Session:
+        """A new session with a copy of this one's workspace (files only: running processes,
+        the shell's cwd and variables, and the Python interpreter's state are not copied)."""
+        data = self.download_tar()
+        return Session(
+            self.source,
+            limits=self.limits,
+            ttl_s=self.ttl_s,
+            idle_ttl_s=self.idle_ttl_s,
+            tar=data,
+            session_id=session_id,
+        )
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _path(path: str, allow_root: bool = False) -> str:
+    """Syntax checks on a workspace path (the agent resolves symlinks inside)."""
+    if not isinstance(path, str) or "\x00" in path or not path:
+        raise ValidationError("path", f"{path!r} must be a non-empty string without NUL")
+    rel = path[len("/work/") :] if path.startswith("/work/") else path
+    if rel in ("/work", "."):
+        rel = "."
+    norm = os.path.normpath(rel)
+    if rel.startswith("/") or norm == ".." or norm.startswith("../"):
+        raise ValidationError("path", f"{path!r} must stay inside /work")
+    if norm == "." and not allow_root:
+        raise ValidationError("path", f"{path!r} names the workspace itself, not a file")
+    return norm

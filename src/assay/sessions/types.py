@@ -1,0 +1,101 @@
+"""The session layer's data types: limits of a whole session, one step's result."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from ..errors import AssayError, ValidationError
+
+#: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
+#: memory budget used up, or its sandbox died under it.
+EndReason = Literal["closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed"]
+StepReason = Literal["timeout", "idle_timeout"]
+
+
+class SessionEnded(AssayError):
+    """A call on a session that has ended; ``reason`` says why it ended."""
+
+    def __init__(self, session_id: str, reason: str, detail: str = "") -> None:
+        self.session_id = session_id
+        self.reason = reason
+        self.detail = detail
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"session {session_id} has ended: {reason}{extra}")
+
+
+class SessionRefused(AssayError, ValueError):
+    """The agent inside the session refused a request (a path out of /work, no such
+    file, ...); the session is still usable."""
+
+
+def _positive(field: str, value: float | None, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValidationError(field, f"must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """Limits of a whole session (every step and background process together).
+
+    ``cpu_s`` is the session's total CPU budget; ``memory_mb``, ``processes`` and ``disk_mb``
+    hold at every moment; ``output_bytes`` caps each stream of each step.
+    """
+
+    cpu_s: float = 600.0
+    memory_mb: int = 512
+    processes: int = 64
+    disk_mb: int = 256
+    output_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        _positive("limits.cpu_s", self.cpu_s)
+        for name in ("memory_mb", "processes", "disk_mb", "output_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValidationError(
+                    f"limits.{name}", f"must be a positive integer, got {value!r}"
+                )
+        if self.memory_mb < 32:
+            raise ValidationError("limits.memory_mb", "a session needs at least 32 MiB")
+        if self.processes < 4:
+            raise ValidationError("limits.processes", "a session needs at least 4 processes")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """One ``exec`` step. ``cpu_s`` and ``peak_memory_bytes`` are the step's shell and the
+    processes it waited for (``wait4`` rusage, reported by the agent inside the sandbox:
+    informative, not a verdict; background processes are not counted)."""
+
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    timed_out: bool
+    reason: StepReason | None
+    cpu_s: float
+    wall_s: float
+    peak_memory_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """One notebook cell run in the session's persistent Python interpreter."""
+
+    status: str  # ok, error, timeout, or "the interpreter died"
+    stdout: str
+    stderr: str
+    display: list[dict[str, str]]
+    error: list[dict[str, Any]]
+    restarted: bool = False
