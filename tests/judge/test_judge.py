@@ -95,3 +95,17 @@ def test_stop_on_failure_gives_the_verdict_of_all_tests(judge: Judge) -> None:
     stop = judge.judge(Submission(problem, MIXED_CODE), stop_on_failure=True)
     assert every.verdict == stop.verdict == "time_limit"
     assert (stop.passed, stop.total, len(stop.tests)) == (0, 2, 1)
+
+
+def test_combine_with_stop_on_failure_keeps_the_tests_up_to_the_first_failure() -> None:
+    # Parts judged in parallel sandboxes: the call test (index 2) passed, the stdio part
+    # stopped at its failure (index 0). One meaning of passed: as if run in order.
+    from assay.judge import Judgement, TestResult, combine
+
+    stdio = Judgement("wrong_answer", [TestResult(0, "wrong_answer")], 0.0, total=2)
+    call = Judgement("accepted", [TestResult(0, "accepted")], 1.0, total=1)
+    merged = combine([([0, 1], stdio), ([2], call)], 3, stop_on_failure=True)
+    assert (merged.verdict, merged.passed, merged.total) == ("wrong_answer", 0, 3)
+    assert [t.index for t in merged.tests] == [0]
+    kept = combine([([0, 1], stdio), ([2], call)], 3)
+    assert [t.index for t in kept.tests] == [0, 2]

@@ -52,8 +52,12 @@ class Backend(Protocol):
     def split(self, job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
         """``job`` as up to ``parts`` independent jobs over disjoint tests, or None."""
 
-    def merge(self, job: Job, parts: list[tuple[list[int], Execution]]) -> Execution:
-        """One execution from the executions of :meth:`split`'s parts."""
+    def merge(
+        self, job: Job, parts: list[tuple[list[int], Execution]], stop_on_failure: bool = False
+    ) -> Execution:
+        """One execution from the executions of :meth:`split`'s parts (with
+        ``stop_on_failure``, as if the tests had run in order and stopped at the first
+        failure)."""
 
     def execute(self, job: Job, stop_on_failure: bool) -> Execution: ...
 
@@ -207,13 +211,15 @@ class _Common:
     def split(self, job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
         return _split(job, parts)
 
-    def merge(self, job: Job, parts: list[tuple[list[int], Execution]]) -> Execution:
+    def merge(
+        self, job: Job, parts: list[tuple[list[int], Execution]], stop_on_failure: bool = False
+    ) -> Execution:
         assert isinstance(job, Submission)
         judged = [(idx, ex.judgement) for idx, ex in parts if ex.judgement is not None]
         if len(judged) != len(parts):
             bad = next(ex for _, ex in parts if ex.judgement is None)
             return Execution("sandbox_error", None, bad.reason)
-        judgement = combine(judged, len(job.problem.tests))
+        judgement = combine(judged, len(job.problem.tests), stop_on_failure=stop_on_failure)
         overheads = [ex.overhead_s for _, ex in parts if ex.overhead_s is not None]
         return self._finish(job, judgement, sum(overheads) if overheads else None)
 

@@ -358,7 +358,9 @@ class LocalExecutor:
             job.subs.clear()
         if job.parts is not None:
             ex = self.backend.merge(
-                job.job, [(job.parts[i][0], job.results[i]) for i in range(len(job.parts))]
+                job.job,
+                [(job.parts[i][0], job.results[i]) for i in range(len(job.parts))],
+                job.stop_on_failure,
             )
         job.results.clear()
         if ex.verdict != "sandbox_error":

@@ -182,12 +182,15 @@ def _validate_assertion(i: int, options: dict[str, object]) -> None:
         raise ValidationError(f"tests[{i}].options.convert", "must be 'tuple' if given")
 
 
-def combine(parts: list[tuple[list[int], Judgement]], total: int) -> Judgement:
+def combine(
+    parts: list[tuple[list[int], Judgement]], total: int, *, stop_on_failure: bool = False
+) -> Judgement:
     """One judgement from the judgements of disjoint subsets of a problem's tests.
 
     ``parts`` pairs each partial judgement with the original indices of the tests it judged
     (its test ``i`` is the problem's test ``indices[i]``). Used when a submission's tests are
-    spread over several sandboxes.
+    spread over several sandboxes. With ``stop_on_failure`` the tests after the first that
+    failed are dropped, as if they had run in order in one sandbox (one meaning of passed).
     """
     broken = next((j for _, j in parts if j.verdict == "sandbox_error"), None)
     results: list[TestResult] = []
@@ -197,6 +200,10 @@ def combine(parts: list[tuple[list[int], Judgement]], total: int) -> Judgement:
                 raise ValueError(f"test index {r.index} outside its part of {len(indices)}")
             results.append(replace(r, index=indices[r.index]))
     results.sort(key=lambda r: r.index)
+    if stop_on_failure:
+        first = next((i for i, r in enumerate(results) if r.verdict != "accepted"), None)
+        if first is not None:
+            results = results[: first + 1]
     if broken is not None:
         return Judgement("sandbox_error", results, None, broken.reason, total=total)
     return _overall(results, total)

@@ -122,8 +122,9 @@ class RunRequest(BaseModel):
     fetch_files: list[str] = []
 
 
-class RunResponse(BaseModel):
-    status: str
+class ProcessOutput(BaseModel):
+    """What a process did, as a run and a session step both report it."""
+
     exit_code: int | None
     signal: int | None
     stdout: str
@@ -133,6 +134,10 @@ class RunResponse(BaseModel):
     cpu_s: float
     wall_s: float
     peak_memory_bytes: int
+
+
+class RunResponse(ProcessOutput):
+    status: str
     files: dict[str, str] = {}
 
 

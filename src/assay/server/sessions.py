@@ -23,6 +23,7 @@ from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, Ses
 from ..sessions.manager import UnknownSession
 from . import _convert
 from ._service import Svc
+from .models import ProcessOutput
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
@@ -53,16 +54,7 @@ class ExecRequest(BaseModel):
     stdin: str = ""
 
 
-class ExecResponse(BaseModel):
-    exit_code: int | None
-    signal: int | None
-    stdout: str
-    stderr: str
-    stdout_truncated: bool
-    stderr_truncated: bool
-    cpu_s: float
-    wall_s: float
-    peak_memory_bytes: int
+class ExecResponse(ProcessOutput):
     timed_out: bool
     reason: str | None
 
