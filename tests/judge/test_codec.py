@@ -92,8 +92,7 @@ for line in sys.stdin:
 def test_round_trip_through_a_real_sandbox(runner: Runner, batch: list[Any]) -> None:
     """Trusted encode -> shipped codec decodes and re-encodes inside the sandbox -> trusted
     decode: every value comes back as itself, with its exact types."""
-    _, files = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
-    codec_file = files[1]
+    codec_file = ("_assay_codec.py", _trusted.source(_trusted.CODEC))  # what the scripts bundle
     stdin = "".join(json.dumps(values.encode(v)) + "\n" for v in batch)
     result = runner.run(ECHO, stdin=stdin, files={codec_file[0]: codec_file[1]})
     assert result.status == "ok", result.stderr.decode(errors="replace")[-500:]

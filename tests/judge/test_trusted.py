@@ -14,7 +14,7 @@ def test_compiled_when_the_magic_numbers_match(runner: Runner) -> None:
     runner.run("pass")  # the fork server has reported its bytecode magic
     argv0, files = _trusted.script(runner, _trusted.HARNESS, "_assay_harness")
     assert argv0 == "/work/_assay_harness.pyc"
-    assert [name for name, _, _ in files] == ["_assay_harness.pyc", "_assay_codec.pyc"]
+    assert [name for name, _, _ in files] == ["_assay_harness.pyc"]  # the codec inside it
     assert files[0][1][:4] != _trusted.source(_trusted.HARNESS)[:4]
 
 
@@ -27,7 +27,8 @@ def test_same_verdicts_compiled_or_as_source(
         monkeypatch.setattr(type(runner), "bytecode_magic", property(lambda self: "00000000"))
         argv0, files = _trusted.script(runner, _trusted.CALLSERVER, "_assay_callserver")
         assert argv0 == "/work/_assay_callserver.py"
-        assert [name for name, _, _ in files] == ["_assay_callserver.py", "_assay_codec.py"]
+        assert [name for name, _, _ in files] == ["_assay_callserver.py"]
+        assert files[0][1].startswith(_trusted.source(_trusted.CODEC))  # bundled in front
     judge = Judge(runner)
     good = judge.judge(Submission(PROBLEM, PROMPT + SOLUTION))
     bad = judge.judge(Submission(PROBLEM, PROMPT + "    return True\n"))

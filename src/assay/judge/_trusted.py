@@ -1,5 +1,6 @@
-"""The judge's trusted in-sandbox scripts (the call server, the test harness), and the
-value codec both import (shipped beside them as ``/work/_assay_codec``).
+"""The judge's trusted in-sandbox scripts (the call server, the test harness), each shipped
+as one file with the value codec they use in front of it (``codec.py``, whose names they
+import as ``_assay_codec``: one file to write and load per run instead of two).
 
 Compiling them is a fixed cost of every judged run (about 1.5 ms for the call server and
 3.3 ms for the harness on this machine's Python), so when the sandbox's interpreter reads the
@@ -21,7 +22,7 @@ _PKG = resources.files("assay.judge._inside")
 CALLSERVER = "callserver.py"
 HARNESS = "harness.py"
 CODEC = "codec.py"
-_CODEC_STEM = "_assay_codec"
+_CODEC_IMPORT = b"from _assay_codec import "
 
 File = tuple[str, bytes, int]
 
@@ -32,18 +33,26 @@ def source(name: str) -> bytes:
 
 
 @functools.cache
+def bundled(name: str) -> bytes:
+    """Script ``name`` with the codec's source in front of it, in place of its import of
+    ``_assay_codec`` (the scripts define none of the codec's names themselves)."""
+    body = [line for line in source(name).split(b"\n") if not line.startswith(_CODEC_IMPORT)]
+    return source(CODEC) + b"\n" + b"\n".join(body)
+
+
+@functools.cache
 def _compiled(name: str, filename: str) -> bytes:
-    code = compile(source(name), filename, "exec", dont_inherit=True)
+    code = compile(bundled(name), filename, "exec", dont_inherit=True)
     # The .pyc layout: magic, flags (0: timestamp-based, unchecked here), 8 bytes, code.
     return MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
 
 
 def script(runner: Runner, name: str, stem: str) -> tuple[str, list[File]]:
-    """``(argv[0], files)`` that run trusted script ``name`` as ``/work/<stem>``, with the
-    codec it imports beside it."""
+    """``(argv[0], files)`` that run trusted script ``name`` (with the codec) as
+    ``/work/<stem>``."""
     if runner.bytecode_magic == MAGIC_NUMBER.hex():
-        return f"/work/{stem}.pyc", [_pyc(name, stem), _pyc(CODEC, _CODEC_STEM)]
-    return f"/work/{stem}.py", [_py(name, stem), _py(CODEC, _CODEC_STEM)]
+        return f"/work/{stem}.pyc", [_pyc(name, stem)]
+    return f"/work/{stem}.py", [_py(name, stem)]
 
 
 def _pyc(name: str, stem: str) -> File:
@@ -51,7 +60,7 @@ def _pyc(name: str, stem: str) -> File:
 
 
 def _py(name: str, stem: str) -> File:
-    return f"{stem}.py", source(name), 0o444
+    return f"{stem}.py", bundled(name), 0o444
 
 
 def call_server(
