@@ -136,7 +136,7 @@ class Runner:
                 ).encode(),
             )
         req = languages.request(program, data, limits, extra)
-        need = files_disk_bytes(req.files)
+        need = own + files_disk_bytes(extra)  # req.files: the caller's files and the program's
         if artifact is not None and need > limits.disk_mb << 20:
             return ExecResult(
                 status="compile_error",
