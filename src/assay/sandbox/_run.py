@@ -281,8 +281,9 @@ class Supervision:
             waited = _runqueue_wait_s(self.cg.thread_ids())
         except (OSError, ValueError):
             return False
-        # Waiting of threads that have exited is not counted: it can only make the run look
-        # less busy than it was, never more.
+        # A thread that exits takes its wait out of the sum: the offset keeps what it had
+        # reached at the last sample, so the total never goes back (its wait since then is
+        # lost, which can only make the run look less busy than it was, never more).
         if waited < self._waited_floor:
             self._waited_offset += self._waited_floor - waited
         self._waited_floor = waited
