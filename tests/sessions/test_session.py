@@ -172,3 +172,35 @@ def test_bad_arguments_name_the_field(open_session, runner) -> None:  # type: ig
         s.exec("true", timeout_s=0)
     with pytest.raises(ValidationError, match=r"files\["):
         open_session(files={".assay_agent.py": "x"})
+
+
+def test_fork_streams_trees_links_and_modes(open_session) -> None:  # type: ignore[no-untyped-def]
+    parent = open_session()
+    parent.exec(
+        "mkdir -p a/b/c empty; head -c 3000000 /dev/urandom > a/b/c/big; echo hi > a/x;"
+        " ln -s a/x link; chmod 755 a/x; sha256sum a/b/c/big > sum"
+    )
+    child = parent.fork()
+    try:
+        out = child.exec("sha256sum -c sum && readlink link && stat -c %a a/x && ls -d empty")
+        assert out.exit_code == 0, out
+        assert out.stdout.splitlines()[1:] == [b"a/x", b"755", b"empty"]
+    finally:
+        child.close()
+
+
+def test_a_fork_that_fails_leaves_the_parent_usable_and_no_child(open_session) -> None:  # type: ignore[no-untyped-def]
+    parent = open_session()
+    # A file the agent cannot read stops the parent's packing half-way through the stream.
+    parent.exec("head -c 2000000 /dev/zero > a; echo secret > b; chmod 000 b")
+    before = _session_threads()
+    with pytest.raises(SessionRefused, match="Permission"):
+        parent.fork()
+    assert parent.exec("echo alive").stdout == b"alive\n"
+    assert _session_threads() == before  # the half-made child was closed, not left running
+
+
+def _session_threads() -> int:
+    import threading
+
+    return sum(t.name.startswith("assay-session-") for t in threading.enumerate())

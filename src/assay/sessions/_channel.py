@@ -6,6 +6,7 @@ bounded sizes, and a reply that does not come in time, or is malformed, ends the
 
 from __future__ import annotations
 
+import array
 import json
 import select
 import socket
@@ -30,35 +31,60 @@ class Channel:
     def close(self) -> None:
         self.sock.close()
 
-    def send(self, msg: dict[str, Any], payload: bytes = b"") -> None:
+    def send(
+        self, msg: dict[str, Any], payload: bytes = b"", timeout: float = 60.0, fd: int = -1
+    ) -> None:
+        """Send one request (with a copy of ``fd``, if given, for the agent to use); an
+        agent that takes none of it for ``timeout`` breaks the channel."""
         if payload:
             msg = {**msg, "nbytes": len(payload)}
-        data = memoryview(json.dumps(msg).encode() + b"\n" + payload)
-        while data:
+        deadline = time.monotonic() + timeout
+        head = json.dumps(msg).encode() + b"\n"
+        if fd >= 0:
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
             try:
-                n = self.sock.send(data)
-            except BlockingIOError:
-                _writable(self.sock, 1.0)
-                continue
+                # Ancillary data travels with the first byte: send that byte alone (a
+                # non-blocking send of one byte to a writable socket takes it whole).
+                if not _wait(self.sock, select.POLLOUT, timeout):
+                    raise ChannelBroken("the agent took no input in time")
+                self.sock.sendmsg([head[:1]], rights)
             except OSError as exc:
                 raise ChannelBroken(f"send: {exc}") from exc
-            data = data[n:]
+            head = head[1:]
+        for part in (head, payload):
+            data = memoryview(part)  # the payload goes out as it is: no joined copy
+            while data:
+                try:
+                    n = self.sock.send(data)
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not _wait(self.sock, select.POLLOUT, left):
+                        raise ChannelBroken("the agent took no input in time") from None
+                    continue
+                except OSError as exc:
+                    raise ChannelBroken(f"send: {exc}") from exc
+                data = data[n:]
 
-    def _fill(self, deadline: float) -> None:
+    def _fill(self, deadline: float, into: memoryview | None = None) -> int:
+        """Wait (until ``deadline``) for bytes and take those that came: into ``into`` if
+        given, else onto the line buffer. Returns how many were taken."""
         left = deadline - time.monotonic()
-        if left <= 0:
-            raise ChannelBroken("no reply in time")
-        if not readable(self.sock, left):
+        if left <= 0 or not readable(self.sock, left):
             raise ChannelBroken("no reply in time")
         try:
-            chunk = self.sock.recv(1 << 20)
+            if into is not None:
+                n = self.sock.recv_into(into)
+            else:
+                chunk = self.sock.recv(1 << 20)
+                self._buf += chunk
+                n = len(chunk)
         except BlockingIOError:
-            return
+            return 0
         except OSError as exc:
             raise ChannelBroken(f"recv: {exc}") from exc
-        if not chunk:
+        if not n:
             raise ChannelBroken("the agent closed its end")
-        self._buf += chunk
+        return n
 
     def recv(self, timeout: float) -> tuple[dict[str, Any], bytes]:
         deadline = time.monotonic() + timeout
@@ -77,11 +103,14 @@ class Channel:
         size = msg.get("nbytes", 0)
         if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD:
             raise ChannelBroken("malformed reply: bad nbytes")
-        while len(self._buf) < size:
-            self._fill(deadline)
-        payload = bytes(self._buf[:size])
-        del self._buf[:size]
-        return msg, payload
+        payload = bytearray(size)
+        have = min(size, len(self._buf))
+        payload[:have] = self._buf[:have]
+        del self._buf[:have]
+        view = memoryview(payload)
+        while have < size:
+            have += self._fill(deadline, view[have:])
+        return msg, bytes(payload)
 
 
 def _wait(sock: socket.socket, events: int, timeout: float) -> bool:
@@ -93,7 +122,3 @@ def _wait(sock: socket.socket, events: int, timeout: float) -> bool:
 
 def readable(sock: socket.socket, timeout: float) -> bool:
     return _wait(sock, select.POLLIN, timeout)
-
-
-def _writable(sock: socket.socket, timeout: float) -> None:
-    _wait(sock, select.POLLOUT, timeout)

@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .session import Session
-from .types import CellResult, StepResult
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _off_loop(
+    method: Callable[Concatenate[Session, P], R],
+) -> Callable[Concatenate[AsyncSession, P], Awaitable[R]]:
+    """The async twin of a ``Session`` method: same parameters, same documentation, run in
+    a worker thread so the event loop never waits on the sandbox."""
+
+    @functools.wraps(method)
+    async def call(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self.session, *args, **kwargs)
+
+    return call
 
 
 class AsyncSession:
@@ -33,41 +49,18 @@ class AsyncSession:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def exec(
-        self,
-        command: str,
-        timeout_s: float = 30.0,
-        idle_timeout_s: float | None = None,
-        stdin: str | bytes = b"",
-    ) -> StepResult:
-        return await asyncio.to_thread(self.session.exec, command, timeout_s, idle_timeout_s, stdin)
-
-    async def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
-        await asyncio.to_thread(self.session.write_file, path, content, mode)
-
-    async def read_file(self, path: str) -> bytes:
-        return await asyncio.to_thread(self.session.read_file, path)
-
-    async def list_files(self, directory: str = ".") -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.session.list_files, directory)
-
-    async def delete_file(self, path: str) -> None:
-        await asyncio.to_thread(self.session.delete_file, path)
-
-    async def download_tar(self, directory: str = ".") -> bytes:
-        return await asyncio.to_thread(self.session.download_tar, directory)
-
-    async def upload_tar(self, data: bytes, directory: str = ".") -> None:
-        await asyncio.to_thread(self.session.upload_tar, data, directory)
-
-    async def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
-        return await asyncio.to_thread(self.session.run_cell, code, timeout_s)
+    exec = _off_loop(Session.exec)
+    write_file = _off_loop(Session.write_file)
+    read_file = _off_loop(Session.read_file)
+    list_files = _off_loop(Session.list_files)
+    delete_file = _off_loop(Session.delete_file)
+    download_tar = _off_loop(Session.download_tar)
+    upload_tar = _off_loop(Session.upload_tar)
+    run_cell = _off_loop(Session.run_cell)
+    close = _off_loop(Session.close)
 
     async def fork(self) -> AsyncSession:
         return AsyncSession(await asyncio.to_thread(self.session.fork))
-
-    async def close(self) -> None:
-        await asyncio.to_thread(self.session.close)
 
     def info(self) -> dict[str, Any]:
         return self.session.info()

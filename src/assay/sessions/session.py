@@ -9,6 +9,7 @@ sandbox takes everything with it: processes, the tmpfs holding /work, the cgroup
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import socket
@@ -37,6 +38,7 @@ REPLY_GRACE_S = 10.0
 #: Timeout of calls that are not steps (files, tar).
 CALL_TIMEOUT_S = 60.0
 MAX_TTL_S = 4 * 3600.0
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
 
@@ -252,14 +254,33 @@ class Session:
 
     # -- calls ------------------------------------------------------------------------------
     def _call(
-        self, msg: dict[str, Any], payload: bytes = b"", timeout: float = CALL_TIMEOUT_S
+        self,
+        msg: dict[str, Any],
+        payload: bytes = b"",
+        timeout: float = CALL_TIMEOUT_S,
+        fd: int = -1,
+    ) -> tuple[dict[str, Any], bytes]:
+        """One request and its reply; ``fd`` (owned by the call from here on: it is closed
+        once sent, or if it cannot be) goes to the agent with the request."""
+        owned = [fd] if fd >= 0 else []
+        try:
+            return self._call_locked(msg, payload, timeout, owned)
+        finally:
+            for left in owned:
+                with contextlib.suppress(OSError):
+                    os.close(left)
+
+    def _call_locked(
+        self, msg: dict[str, Any], payload: bytes, timeout: float, owned: list[int]
     ) -> tuple[dict[str, Any], bytes]:
         with self._call_lock:
             if self.end_reason is not None:
                 raise SessionEnded(self.id, self.end_reason, self.end_detail)
             self.busy = True
             try:
-                self._channel.send(msg, payload)
+                self._channel.send(msg, payload, timeout, owned[0] if owned else -1)
+                if owned:
+                    os.close(owned.pop())  # the agent has its copy: ours would hold the pipe open
                 reply, data = self._channel.recv(timeout)
             except ChannelBroken as exc:
                 # The run may have just ended (TTL, CPU, memory): its reason comes first.
@@ -380,15 +401,48 @@ class Session:
     def fork(self, session_id: str | None = None) -> Session:
         """A new session with a copy of this one's workspace (files only: running processes,
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
-        data = self.download_tar()
-        return Session(
-            self.source,
-            limits=self.limits,
-            ttl_s=self.ttl_s,
-            idle_ttl_s=self.idle_ttl_s,
-            tar=data,
-            session_id=session_id,
-        )
+        # The workspace streams from the parent's agent straight into the child's through a
+        # pipe (each gets its end with the request): no copy passes through this process,
+        # and the parent packs while the child starts and unpacks.
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # fewer wake-ups; 1 MiB is pipe-max-size's default
+            fcntl.fcntl(write_end, F_SETPIPE_SZ, 1 << 20)
+        made: list[Session] = []
+        failed: list[BaseException] = []
+
+        def start_child() -> None:
+            fd = read_end
+            try:
+                child = Session(
+                    self.source,
+                    limits=self.limits,
+                    ttl_s=self.ttl_s,
+                    idle_ttl_s=self.idle_ttl_s,
+                    session_id=session_id,
+                )
+                made.append(child)
+                fd = -1
+                child._call({"op": "untar_from_fd", "dir": "."}, fd=read_end)
+            except BaseException as exc:  # re-raised in the caller's thread
+                failed.append(exc)
+                if fd >= 0:
+                    os.close(fd)  # the parent then sees a closed pipe, not a stalled one
+
+        starter = threading.Thread(target=start_child, name=f"assay-fork-{self.id}")
+        starter.start()
+        try:
+            self._call({"op": "tar_to_fd", "dir": "."}, fd=write_end)
+        except BaseException:
+            starter.join()
+            for child in made:
+                child.close()
+            raise
+        starter.join()
+        if failed:
+            for child in made:
+                child.close()
+            raise failed[0]
+        return made[0]
 
 
 def _opt_int(value: object) -> int | None:

@@ -30,6 +30,8 @@ from typing import Any
 WORK = "/work"
 STATE = "/tmp/.assay-session"
 CHUNK = 1 << 16
+#: tarfile's copy buffer (its default, 16 KiB, makes a 10 MiB file 640 Python-level copies).
+COPY_BUF = 1 << 20
 SHELL = "/bin/bash"
 BASE_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -298,7 +300,22 @@ def _feed_keep(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any]:
+def take_fd(fds: list[int]) -> int:
+    if not fds:
+        raise Refused("this request needs a file descriptor passed with it")
+    return fds.pop(0)
+
+
+def tarfile_open(fileobj: Any, mode: str) -> Any:
+    import tarfile  # imported when needed: the agent starts on every create
+
+    # Stream modes ("|") write and read records of ``bufsize``; both sizes default to
+    # 10-16 KiB, which makes a 10 MiB workspace about a thousand Python-level copies.
+    opener: Any = tarfile.open  # (typeshed's overloads want the mode as a literal)
+    return opener(fileobj=fileobj, mode=mode, bufsize=COPY_BUF, copybufsize=COPY_BUF)
+
+
+def handle(req: dict[str, Any], payload: bytes, kernel: Kernel, fds: list[int]) -> dict[str, Any]:
     op = req.get("op")
     if op == "ping":
         return {}
@@ -344,16 +361,33 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any
             os.unlink(path)
         return {}
     if op == "tar":
-        import tarfile
-
         path = inside(req.get("dir") or ".", must_exist=True)
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz" if req.get("gzip") else "w") as tar:
+        with tarfile_open(buf, "w:gz" if req.get("gzip") else "w") as tar:
             for name in sorted(os.listdir(path)):
                 tar.add(os.path.join(path, name), arcname=name)
-        return {"_data": buf.getvalue()}
+        return {"_data": buf.getbuffer()}
     if op == "untar":
-        untar(payload, inside(req.get("dir") or "."))
+        with tarfile_open(io.BytesIO(payload), "r") as tar:
+            untar(tar, inside(req.get("dir") or "."))
+        return {}
+    if op == "tar_to_fd":  # fork: the tar streams straight into the child's agent
+        path = inside(req.get("dir") or ".", must_exist=True)
+        # A child that stops reading is an EPIPE for this request, not a SIGPIPE that ends
+        # the parent session.
+        before = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        try:
+            with os.fdopen(take_fd(fds), "wb", buffering=0) as out:
+                with tarfile_open(out, "w|") as tar:
+                    for name in sorted(os.listdir(path)):
+                        tar.add(os.path.join(path, name), arcname=name)
+        finally:
+            signal.signal(signal.SIGPIPE, before)
+        return {}
+    if op == "untar_from_fd":
+        with os.fdopen(take_fd(fds), "rb", buffering=0) as src:
+            with tarfile_open(src, "r|") as tar:
+                untar(tar, inside(req.get("dir") or "."))
         return {}
     if op == "cell":
         return kernel.cell(str(req["code"]), float(req.get("timeout_s") or 30.0))
@@ -363,32 +397,69 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel) -> dict[str, Any
     raise Refused(f"unknown op {op!r}")
 
 
-def untar(data: bytes, dest: str) -> None:
-    """Extract regular files and directories only; every name must stay under ``dest``."""
-    import tarfile
+def untar(tar: Any, dest: str) -> None:
+    """Extract regular files, directories and symlinks only, in the tar's order (a stream
+    is read once); every name must stay under ``dest``."""
+    for member in tar:
+        name = os.path.normpath(member.name)
+        if name.startswith(("/", "..")) or "\x00" in name:
+            raise Refused(f"tar member {member.name!r} leads out of the workspace")
+        target = inside(os.path.relpath(os.path.join(dest, name), WORK))
+        if member.isdir():
+            os.makedirs(target, exist_ok=True)
+        elif member.isfile():
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            src = tar.extractfile(member)
+            assert src is not None
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+            with os.fdopen(fd, "wb") as fh:
+                while chunk := src.read(COPY_BUF):
+                    fh.write(chunk)
+            os.chmod(target, member.mode & 0o755 | 0o600)
+        elif member.issym():
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(
+                member.linkname, os.path.join(os.path.dirname(target), os.path.basename(name))
+            )
+        # other kinds (hard links, fifos, devices) are skipped
 
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        for member in tar.getmembers():
-            name = os.path.normpath(member.name)
-            if name.startswith(("/", "..")) or "\x00" in name:
-                raise Refused(f"tar member {member.name!r} leads out of the workspace")
-            target = inside(os.path.relpath(os.path.join(dest, name), WORK))
-            if member.isdir():
-                os.makedirs(target, exist_ok=True)
-            elif member.isfile():
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                src = tar.extractfile(member)
-                assert src is not None
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(src.read())
-                os.chmod(target, member.mode & 0o755 | 0o600)
-            elif member.issym():
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.symlink(
-                    member.linkname, os.path.join(os.path.dirname(target), os.path.basename(name))
+
+class Conn:
+    """The agent's end of the socket: request lines, their payloads, and the file
+    descriptors (SCM_RIGHTS) the trusted side passes with a request."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+        self.fds: list[int] = []
+
+    def _more(self) -> bool:
+        data, anc, _flags, _addr = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
+        for level, kind, blob in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(blob) - len(blob) % 4
+                self.fds.extend(
+                    int.from_bytes(blob[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, usable, 4)
                 )
-            # other kinds (hard links, fifos, devices) are skipped
+        self.buf += data
+        return bool(data)
+
+    def line(self) -> bytes | None:
+        while (end := self.buf.find(b"\n")) < 0:
+            if not self._more():
+                return None
+        out = bytes(self.buf[:end])
+        del self.buf[: end + 1]
+        return out
+
+    def read(self, size: int) -> bytes:
+        while len(self.buf) < size:
+            if not self._more():
+                raise EOFError("the trusted side closed the socket mid-request")
+        out = bytes(self.buf[:size])
+        del self.buf[:size]
+        return out
 
 
 def main() -> None:
@@ -404,15 +475,18 @@ def main() -> None:
     os.makedirs(STATE, mode=0o700, exist_ok=True)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sock = socket.socket(fileno=3)
-    rfile = sock.makefile("rb")
+    conn = Conn(sock)
     sock.sendall(b'{"ready": true}\n')
-    for line in rfile:
-        data = b""
+    while True:
+        line = conn.line()
+        if line is None:
+            return
+        data: Any = b""
         try:
             req = json.loads(line)
             size = int(req.get("nbytes", 0))
-            payload = rfile.read(size) if size else b""
-            reply = handle(req, payload, kernel)
+            payload = conn.read(size) if size else b""
+            reply = handle(req, payload, kernel, conn.fds)
             data = reply.pop("_data", b"")
             reply["ok"] = True
             reply["nbytes"] = len(data)
@@ -420,7 +494,12 @@ def main() -> None:
             reply = {"ok": False, "error": str(exc)}
         except Exception as exc:  # any failed request is answered, never fatal
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        sock.sendall(json.dumps(reply).encode() + b"\n" + data)
+        for fd in conn.fds:  # a request's descriptors do not outlive it
+            os.close(fd)
+        conn.fds.clear()
+        sock.sendall(json.dumps(reply).encode() + b"\n")
+        if data:
+            sock.sendall(data)  # not joined to the line: a large payload is not copied again
 
 
 if __name__ == "__main__":
