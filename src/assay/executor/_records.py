@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..telemetry import NullWriter, RecordWriter
 from .backend import JobInfo
 from .types import JobResult
+
+if TYPE_CHECKING:
+    from ._jobs import Sub
+
+log = logging.getLogger("assay.executor")
 
 #: Caps on what a record keeps of the code and of each output stream.
 CODE_CAP = 64 * 1024
@@ -125,3 +133,28 @@ def _sha(code: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(code).hexdigest()
+
+
+def write(
+    records: RecordWriter, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None
+) -> None:
+    """Write the record of ``result`` for batch entry ``sub``; a failing writer is logged,
+    never raised into the worker that delivered the result."""
+    if isinstance(records, NullWriter):
+        return  # records are off: do not build what nobody keeps
+    try:
+        records.write(
+            build(
+                info,
+                result,
+                batch_id=sub.handle.id,
+                caller=sub.caller,
+                priority=sub.priority,
+                deadline_at=sub.deadline_at,
+                submitted_at=sub.submitted_at,
+                started_at=started_at,
+                ended_at=time.time(),
+            )
+        )
+    except Exception:
+        log.exception("could not write the execution record of job %s", result.job_id)

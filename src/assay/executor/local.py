@@ -32,13 +32,13 @@ from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
-from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer, tracing
+from ..telemetry import Metrics, RecordWriter, open_writer, tracing
 from . import _records
 from ._deadlines import Reaper
-from ._jobs import JobState, Memory, Part, Sub, memory_budget
+from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended
-from .types import Execution, Job, JobResult, Outcome, RunJob
+from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
 
@@ -118,12 +118,18 @@ class LocalExecutor:
             # Two armed sandboxes per slot: a slot that just finished a run re-arms in the
             # background while the worker takes the other, so a burst finds them ready.
             self.backend.runner.warm_up(2 * self.slots)
-        self._workers = [
+        self._workers = self._start_workers()
+
+    def _start_workers(self) -> list[threading.Thread]:
+        """One thread per slot pulling from the queue (the cluster executor overrides this
+        with its dispatcher to the node agents)."""
+        workers = [
             threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
             for i in range(self.slots)
         ]
-        for t in self._workers:
+        for t in workers:
             t.start()
+        return workers
 
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):08x}"
@@ -173,7 +179,7 @@ class LocalExecutor:
             for i, (job, info) in enumerate(zip(jobs, infos, strict=True)):
                 sub = Sub(handle, i, caller, priority, deadline_at, now, mono, False)
                 key = info.cache_key + ("/stop" if stop_on_failure else "")
-                cacheable = self.cache is not None and _cacheable(job)
+                cacheable = self.cache is not None and shareable(job)
                 shared += cacheable
                 cached = self.cache.get(key) if self.cache is not None and cacheable else None
                 if cached is not None:
@@ -288,23 +294,12 @@ class LocalExecutor:
             task = self.queue.get()
             if task is None:
                 return
+            claim = self._claim(task, name)
+            if claim is None:
+                continue
             part: Part = task.payload
             job = part.job
-            with self._lock:
-                if job.done or not job.subs:
-                    continue
-                self._busy += 1
             started = time.monotonic()
-            wait = started - task.enqueued_at
-            with self._lock:
-                if job.first_wait_s is None:
-                    job.first_wait_s = wait
-                    job.started_at = time.time()
-                job.worker = name
-                job.attempts = max(job.attempts, part.attempt)
-                batch_id = job.subs[0].handle.id if job.subs else ""
-            self.metrics.observe_queue_wait(wait)
-            span = tracing.start_job(job.id, batch_id, job.info.language, part.attempt, wait)
             acquiring = time.monotonic()
             self._memory.acquire(job.info.limits.memory_mb)
             acquire_s = time.monotonic() - acquiring
@@ -315,32 +310,68 @@ class LocalExecutor:
                 ex = Execution("sandbox_error", None, f"internal error: {exc!r}"[:500])
             finally:
                 self._memory.release(job.info.limits.memory_mb)
+            self._finish(task, ex, time.monotonic() - started, claim, acquire_s)
+
+    def _claim(self, task: Task, worker: str) -> tuple[Any] | None:
+        """A worker takes ``task``: None when nobody waits for its job any more; otherwise
+        its bookkeeping is done (busy, queue wait, attempts) and its span opened, returned
+        in a 1-tuple for :meth:`_finish`."""
+        part: Part = task.payload
+        job = part.job
+        with self._lock:
+            if job.done or not job.subs:
+                return None
+            self._busy += 1
+            wait = time.monotonic() - task.enqueued_at
+            if job.first_wait_s is None:
+                job.first_wait_s = wait
+                job.started_at = time.time()
+            job.worker = worker
+            job.attempts = max(job.attempts, part.attempt)
+            batch_id = job.subs[0].handle.id if job.subs else ""
+        self.metrics.observe_queue_wait(wait)
+        return (tracing.start_job(job.id, batch_id, job.info.language, part.attempt, wait),)
+
+    def _finish(
+        self, task: Task, ex: Execution, elapsed: float, claim: tuple[Any], acquire_s: float = 0.0
+    ) -> None:
+        """A claimed task ran (``elapsed`` seconds in its slot): metrics, then either a retry
+        (``sandbox_error``, attempts left) or the part's result."""
+        part: Part = task.payload
+        job = part.job
+        with self._lock:
+            self._busy -= 1
+        tracing.end_job(claim[0], ex.verdict, ex.reason)
+        self.metrics.observe_run(elapsed)
+        self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
+        if ex.overhead_s is not None:
+            self.metrics.observe_sandbox_start(ex.overhead_s)
+        if ex.verdict == "sandbox_error":
+            self.metrics.sandbox_error()
+            if part.attempt <= self.retries and not self._closed:
+                self.metrics.retry()
+                log.warning("job %s attempt %d: sandbox_error, retrying", job.id, part.attempt)
                 with self._lock:
-                    self._busy -= 1
-            tracing.end_job(span, ex.verdict, ex.reason)
-            elapsed = time.monotonic() - started
-            self.metrics.observe_run(elapsed)
-            self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
-            if ex.overhead_s is not None:
-                self.metrics.observe_sandbox_start(ex.overhead_s)
-            if ex.verdict == "sandbox_error":
-                self.metrics.sandbox_error()
-                if part.attempt <= self.retries and not self._closed:
-                    self.metrics.retry()
-                    log.warning("job %s attempt %d: sandbox_error, retrying", job.id, part.attempt)
-                    retry = Task(
-                        Part(job, part.index, part.payload, part.attempt + 1),
-                        task.caller,
-                        task.priority,
-                        task.estimate,
-                        task.batch_seq,
-                    )
-                    with self._lock:
-                        job.tasks.append(retry)
-                        job.work_s += elapsed
-                    self.queue.put_many([retry], force=True)
-                    continue
-            self._part_done(part, ex, elapsed)
+                    job.work_s += elapsed
+                self._requeue(task)
+                return
+        self._part_done(part, ex, elapsed)
+
+    def _requeue(self, task: Task) -> Task:
+        """Queue ``task``'s part again as its next attempt (ahead of the bound: it was
+        admitted once)."""
+        part: Part = task.payload
+        retry = Task(
+            Part(part.job, part.index, part.payload, part.attempt + 1),
+            task.caller,
+            task.priority,
+            task.estimate,
+            task.batch_seq,
+        )
+        with self._lock:
+            part.job.tasks.append(retry)
+        self.queue.put_many([retry], force=True)
+        return retry
 
     def _part_done(self, part: Part, ex: Execution, elapsed: float) -> None:
         job = part.job
@@ -425,24 +456,7 @@ class LocalExecutor:
                 self._handles.pop(handle.id, None)
 
     def _record(self, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None) -> None:
-        if isinstance(self.records, NullWriter):
-            return  # records are off: do not build what nobody keeps
-        try:
-            self.records.write(
-                _records.build(
-                    info,
-                    result,
-                    batch_id=sub.handle.id,
-                    caller=sub.caller,
-                    priority=sub.priority,
-                    deadline_at=sub.deadline_at,
-                    submitted_at=sub.submitted_at,
-                    started_at=started_at,
-                    ended_at=time.time(),
-                )
-            )
-        except Exception:
-            log.exception("could not write the execution record of job %s", result.job_id)
+        _records.write(self.records, sub, info, result, started_at)
 
     # -- deadlines and cancellation (the reaper thread is in _deadlines.py) ----------------
     def _cancel(self, handle: BatchHandle) -> None:
@@ -482,9 +496,3 @@ class LocalExecutor:
             if handle._deliver(r):
                 self._record(sub, j.info, r, j.started_at)
                 self.metrics.completed(j.info.language, outcome)
-
-
-def _cacheable(job: Job) -> bool:
-    """Judging is deterministic (same code, tests, limits and toolchain: same verdict); a
-    plain run is not (random numbers, clocks), so it shares results only when it asks."""
-    return not isinstance(job, RunJob) or job.cache
