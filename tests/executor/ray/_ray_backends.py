@@ -6,7 +6,6 @@ job ran, make it slow, or have it kill its own node agent.
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import time
@@ -50,4 +49,22 @@ def job(i: int, sleep: float = 0.0, kill: bool = False) -> RunJob:
     return RunJob(f"# job {i}", stdin=cmd)
 
 
-partial = functools.partial
+def sized(job: Job) -> Execution:
+    """Answers with the bytes of test input the node received for the job's problem."""
+    from assay.judge import Submission
+
+    assert isinstance(job, Submission)
+    return Execution("ok", 1.0, str(sum(len(t.input) for t in job.problem.tests)))
+
+
+def size_backend() -> InMemoryBackend:
+    return InMemoryBackend(sized)
+
+
+def start(result: object) -> float:
+    """When the stamped backend started the job (seconds since the epoch)."""
+    return float(result.reason.split(";")[0])  # type: ignore[attr-defined]
+
+
+def pid(result: object) -> int:
+    return int(result.reason.split(";")[2])  # type: ignore[attr-defined]
