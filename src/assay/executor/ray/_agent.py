@@ -19,6 +19,7 @@ import fcntl
 import logging
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,8 +50,14 @@ def claim_uid_block() -> tuple[int, int, int]:
     base = int(os.environ.get("ASSAY_UID_BASE") or defaults.UID_BASE)
     count = int(os.environ.get("ASSAY_UID_COUNT") or defaults.UID_COUNT)
     lock_dir = os.environ.get("ASSAY_AGENT_LOCK_DIR", LOCK_DIR)
-    os.makedirs(lock_dir, exist_ok=True)
-    for index in range(MAX_AGENTS_PER_HOST):
+    try:
+        os.makedirs(lock_dir, exist_ok=True)
+    except PermissionError:  # not root: a per-user place on the same host
+        lock_dir = os.path.join(tempfile.gettempdir(), f"assay-agents-{os.getuid()}")
+        os.makedirs(lock_dir, exist_ok=True)
+    # Block 0 is the range every other Assay process on the host uses (a LocalExecutor, the
+    # server, tests): agents start at block 1.
+    for index in range(1, MAX_AGENTS_PER_HOST + 1):
         fd = os.open(os.path.join(lock_dir, f"uids-{base}-{index}.lock"), os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -37,10 +37,22 @@ class Node:
     outstanding: dict[int, Sent] = field(default_factory=dict)
     poll_ref: Any = None
     alive: bool = True
+    #: A suspect job (one a node already died under) waiting for this node to drain, so it
+    #: can run alone on it; the node takes no other work meanwhile.
+    reserved_for: Task | None = None
+    #: The token of the suspect job running alone on this node.
+    exclusive: int | None = None
 
     @property
     def free(self) -> int:
-        return self.capacity - len(self.outstanding) if self.alive else 0
+        if not self.alive or self.reserved_for is not None or self.exclusive is not None:
+            return 0
+        return self.capacity - len(self.outstanding)
+
+    @property
+    def drained(self) -> bool:
+        """Reserved for a suspect job, and nothing else left on it."""
+        return self.alive and self.reserved_for is not None and not self.outstanding
 
 
 class Nodes:
@@ -63,6 +75,7 @@ class Nodes:
         """Declare ``node`` dead: returns what it was running (now nobody's)."""
         with self.cond:
             node.alive = False
+            node.reserved_for = None
             if self.live.get(node.node_id) is node:
                 del self.live[node.node_id]
             lost, node.outstanding = node.outstanding, {}
@@ -72,6 +85,8 @@ class Nodes:
     def take(self, node: Node, token: int) -> Sent | None:
         with self.cond:
             sent = node.outstanding.pop(token, None)
+            if token == node.exclusive:
+                node.exclusive = None
             self.cond.notify_all()
         return sent
 
@@ -90,5 +105,7 @@ class Nodes:
     def wait_free(self, timeout: float) -> list[Node]:
         """Nodes with free capacity, most free first (waits up to ``timeout`` for one)."""
         with self.cond:
-            self.cond.wait_for(lambda: any(n.free > 0 for n in self.live.values()), timeout)
+            self.cond.wait_for(
+                lambda: any(n.free > 0 or n.drained for n in self.live.values()), timeout
+            )
             return sorted((n for n in self.live.values() if n.free > 0), key=lambda n: -n.free)

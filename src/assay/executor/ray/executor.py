@@ -115,6 +115,7 @@ class RayExecutor(LocalExecutor):
         self.nodes = Nodes()
         self._tokens = itertools.count()
         self._deaths: dict[tuple[str, int], int] = {}
+        self._suspects: list[Task] = []
         self._stopping = threading.Event()
         self._dispatch_done = threading.Event()
         self._nodes_seen = time.monotonic()
@@ -301,17 +302,18 @@ class RayExecutor(LocalExecutor):
     def _dispatch_loop(self) -> None:
         try:
             while True:
+                self._place_suspects()
                 nodes = self.nodes.wait_free(0.2)
                 if not nodes:
                     if self._closed and self._no_nodes_for() > self._wait_nodes_s:
                         self._fail_queued("no Assay node agent was left to run it")
-                    if self._closed and self.queue.depth() == 0 and not self.nodes.outstanding():
+                    if self._closed and self._idle():
                         return
                     continue
                 room = sum(n.free for n in nodes)
                 first = self.queue.get(timeout=0.2)
                 if first is None:
-                    if self._closed and self.queue.depth() == 0 and not self.nodes.outstanding():
+                    if self._closed and self._idle():
                         return
                     continue
                 tasks = [first]
@@ -320,9 +322,12 @@ class RayExecutor(LocalExecutor):
                     if t is None:
                         break
                     tasks.append(t)
-                self._send(nodes, tasks)
+                self._send(nodes, [t for t in tasks if not self._suspect(t)])
         finally:
             self._dispatch_done.set()
+
+    def _idle(self) -> bool:
+        return self.queue.depth() == 0 and not self._suspects and not self.nodes.outstanding()
 
     def _no_nodes_for(self) -> float:
         """Seconds since the cluster last had a live agent (0 while it has one)."""
@@ -333,7 +338,8 @@ class RayExecutor(LocalExecutor):
     def _fail_queued(self, why: str) -> None:
         """Closing with no node left: every queued job ends ``sandbox_error`` (our fault,
         no reward) rather than waiting forever."""
-        while (task := self.queue.get(timeout=0)) is not None:
+        held, self._suspects = self._suspects, []
+        while (task := (held.pop() if held else self.queue.get(timeout=0))) is not None:
             claim = self._claim(task, "")
             if claim is None:
                 continue
@@ -343,11 +349,49 @@ class RayExecutor(LocalExecutor):
             self.metrics.sandbox_error()
             self._part_done(task.payload, Execution("sandbox_error", None, why), 0.0)
 
-    def _send(self, nodes: list[Node], tasks: list[Task]) -> None:
+    def _suspect(self, task: Task) -> bool:
+        """A job a node already died under runs again alone on a node (see
+        :meth:`_place_suspects`): held here until one is drained for it."""
+        part: Part = task.payload
+        with self._lock:
+            if (part.job.id, part.index) not in self._deaths:
+                return False
+        self._suspects.append(task)
+        return True
+
+    def _place_suspects(self) -> None:
+        """Run each suspect job alone on a node, so that if the node dies again the job is
+        the one to blame (``sandbox_error`` after ``node_deaths``), and a job that merely
+        shared a node with it is not. A node is reserved (fed nothing else) until it
+        drains, then given the suspect."""
+        if not self._suspects:
+            return
+        with self.nodes.cond:
+            nodes = list(self.nodes.live.values())
+            held = {id(n.reserved_for) for n in nodes if n.reserved_for is not None}
+            for task in [t for t in self._suspects if id(t) not in held]:
+                idle = [n for n in nodes if n.reserved_for is None and n.exclusive is None]
+                if not idle:
+                    break
+                min(idle, key=lambda n: len(n.outstanding)).reserved_for = task
+            ready = [n for n in nodes if n.drained]
+        for node in ready:
+            suspect = node.reserved_for
+            assert suspect is not None
+            self._suspects.remove(suspect)
+            with self.nodes.cond:
+                node.reserved_for = None
+            token = self._send([node], [suspect])
+            with self.nodes.cond:
+                if token is not None and token in node.outstanding:
+                    node.exclusive = token
+
+    def _send(self, nodes: list[Node], tasks: list[Task]) -> int | None:
         """Spread ``tasks`` (in dispatch order) over ``nodes``, round robin within each
-        node's free capacity, one message per node."""
+        node's free capacity, one message per node; returns the last token given."""
+        token = None
         groups: dict[str, tuple[Node, list[Item], dict[str, Any]]] = {}
-        free = {n.node_id: n.free for n in nodes}
+        free = {n.node_id: max(n.free, 1 if n.drained else 0) for n in nodes}
         cycle = itertools.cycle(nodes)
         for task in tasks:
             node = next(cycle)
@@ -385,6 +429,7 @@ class RayExecutor(LocalExecutor):
                 node.handle.submit.remote(items, refs)
             except Exception as exc:
                 self._node_died(node, f"could not send work: {exc!r}")
+        return token
 
     # -- results ----------------------------------------------------------------------------
     def _receive_loop(self) -> None:
