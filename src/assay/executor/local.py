@@ -447,7 +447,8 @@ class LocalExecutor:
         if sub.handle._deliver(result):
             self._record(sub, info, result, started_at)
             self.metrics.completed(info.language, ex.verdict)
-            log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
             self._forget_if_done(sub.handle)
 
     def _forget_if_done(self, handle: BatchHandle) -> None:

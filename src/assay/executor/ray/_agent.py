@@ -30,7 +30,7 @@ from ...errors import ConfigError
 from .._jobs import Memory, memory_budget
 from ..backend import Backend
 from ..types import Execution
-from ._wire import Item, ProblemCache, Result
+from ._wire import Item, ProblemCache, Result, encode_execution
 
 log = logging.getLogger("assay.executor.ray")
 
@@ -100,7 +100,11 @@ class NodeAgent:
         self.backend = backend
         self._problems = ProblemCache()
         self._memory = Memory(memory_budget_mb or memory_budget())
-        self._cond = threading.Condition()
+        # One lock, two conditions: slots wait for work, the driver's poll for results, and
+        # neither wakes the other's waiters.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._results = threading.Condition(self._lock)
         self._inbox: collections.deque[Item] = collections.deque()
         self._outbox: list[Result] = []
         self._closed = False
@@ -128,31 +132,32 @@ class NodeAgent:
         self._problems.resolve(problems)
         with self._cond:
             self._inbox.extend(items)
-            self._cond.notify_all()
+            self._cond.notify(len(items))
 
     def drop(self, tokens: list[int]) -> None:
         """Forget queued items nobody waits for (deadline, cancel); each comes back from
         :meth:`poll` with no execution, so the driver can count its slot free again."""
         gone = set(tokens)
         with self._cond:
-            keep = [i for i in self._inbox if i.token not in gone]
-            dropped = [i for i in self._inbox if i.token in gone]
+            keep = [i for i in self._inbox if i[0] not in gone]
+            dropped = [i for i in self._inbox if i[0] in gone]
             self._inbox = collections.deque(keep)
-            self._outbox += [Result(i.token, None, 0.0, self.name) for i in dropped]
+            self._outbox += [(i[0], None, 0.0, self.name) for i in dropped]
             if dropped:
-                self._cond.notify_all()
+                self._results.notify_all()
 
     def poll(self, timeout_s: float) -> list[Result]:
         """Every result since the last poll; waits up to ``timeout_s`` for the first."""
-        with self._cond:
-            self._cond.wait_for(lambda: bool(self._outbox) or self._closed, timeout_s)
+        with self._lock:
+            self._results.wait_for(lambda: bool(self._outbox) or self._closed, timeout_s)
             out, self._outbox = self._outbox, []
         return out
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
+            self._results.notify_all()
         for t in self._threads:
             t.join(timeout=30)
         if self._runner is not None:
@@ -165,17 +170,17 @@ class NodeAgent:
                 self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
                 if self._closed:
                     return
-                item = self._inbox.popleft()
+                token, payload, stop_on_failure, memory_mb = self._inbox.popleft()
             started = time.monotonic()
-            self._memory.acquire(item.memory_mb)
+            self._memory.acquire(memory_mb)
             try:
-                ex = self.backend.execute(self._problems.job(item), item.stop_on_failure)
+                ex = self.backend.execute(self._problems.job(payload), stop_on_failure)
             except Exception as exc:
-                log.exception("backend failed on token %d", item.token)
+                log.exception("backend failed on token %d", token)
                 ex = Execution("sandbox_error", None, f"internal error: {exc!r}"[:500])
             finally:
-                self._memory.release(item.memory_mb)
-            result = Result(item.token, ex, time.monotonic() - started, name)
-            with self._cond:
+                self._memory.release(memory_mb)
+            result = (token, encode_execution(ex), time.monotonic() - started, name)
+            with self._lock:
                 self._outbox.append(result)
-                self._cond.notify_all()
+                self._results.notify()

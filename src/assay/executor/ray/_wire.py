@@ -10,41 +10,49 @@ from __future__ import annotations
 
 import collections
 import threading
-from dataclasses import dataclass
+from dataclasses import fields
 from typing import Any
 
 from ...judge import Problem, Submission
-from ..types import Execution, Job
+from ...types import Limits
+from ..types import Execution, Job, RunJob
 
 #: Problems a node (and the driver's table of references) keeps.
 PROBLEMS_KEPT = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class ByRef:
-    """A submission whose problem is known by key (see :class:`ProblemCache`)."""
+#: A job as it travels: ``(token, payload, stop_on_failure, memory_mb)``. Plain tuples,
+#: not dataclasses: pickling a slotted dataclass walks its fields each time, and at thousands
+#: of jobs per second that was the largest cost of dispatch.
+Item = tuple[int, tuple[Any, ...], bool, int]
+#: ``(token, execution or None when dropped unrun, elapsed seconds, worker)``.
+Result = tuple[int, "tuple[Any, ...] | None", float, str]
 
-    problem: str
-    code: str | bytes
-    language: str
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    token: int
-    payload: Job | ByRef
-    stop_on_failure: bool
-    memory_mb: int
+_LIMITS = tuple(f.name for f in fields(Limits))
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    """``ex`` None: the item was dropped unrun (its batch ended)."""
+def encode_job(job: Job, problem_key: str | None) -> tuple[Any, ...]:
+    if isinstance(job, Submission):
+        assert problem_key is not None
+        return ("s", problem_key, job.code, job.language)
+    return (
+        "r",
+        job.code,
+        job.language,
+        job.stdin,
+        tuple(getattr(job.limits, f) for f in _LIMITS),
+        job.files,
+        job.collect,
+        job.cache,
+    )
 
-    token: int
-    ex: Execution | None
-    elapsed_s: float
-    worker: str
+
+def encode_execution(ex: Execution) -> tuple[Any, ...]:
+    return (ex.verdict, ex.reward, ex.reason, ex.judgement, ex.result, ex.overhead_s)
+
+
+def decode_execution(t: tuple[Any, ...]) -> Execution:
+    return Execution(t[0], t[1], t[2], t[3], t[4], t[5])
 
 
 class ProblemCache:
@@ -72,13 +80,13 @@ class ProblemCache:
             while len(self._data) > self._entries:
                 self._data.popitem(last=False)
 
-    def job(self, item: Item) -> Job:
-        p = item.payload
-        if not isinstance(p, ByRef):
-            return p
-        with self._lock:
-            problem = self._data[p.problem]
-        return Submission(problem, p.code, p.language)
+    def job(self, payload: tuple[Any, ...]) -> Job:
+        if payload[0] == "s":
+            with self._lock:
+                problem = self._data[payload[1]]
+            return Submission(problem, payload[2], payload[3])
+        _, code, language, stdin, limits, files, collect, cache = payload
+        return RunJob(code, language, stdin, Limits(*limits), files, collect, cache)
 
 
 class ProblemRefs:
@@ -90,10 +98,10 @@ class ProblemRefs:
         self._lock = threading.Lock()
         self._entries = entries
 
-    def encode(self, job: Job, refs: dict[str, Any]) -> Job | ByRef:
+    def encode(self, job: Job, refs: dict[str, Any]) -> tuple[Any, ...]:
         """``job`` as it travels; adds the reference of its problem to ``refs``."""
         if not isinstance(job, Submission):
-            return job
+            return encode_job(job, None)
         import ray
 
         key = f"{job.problem.id}:{self._fingerprint(job.problem)}"
@@ -108,4 +116,4 @@ class ProblemRefs:
                 while len(self._refs) > self._entries:
                     self._refs.popitem(last=False)
         refs[key] = ref
-        return ByRef(key, job.code, job.language)
+        return encode_job(job, key)
