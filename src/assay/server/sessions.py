@@ -29,15 +29,20 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
 
 
+_DEFAULT = SessionLimits()
+
+
 class LimitsModel(BaseModel):
+    """A session's limits (``SessionLimits``, whose defaults these are; it checks them)."""
+
     model_config = ConfigDict(extra="forbid")
-    cpu_s: float = 600.0
-    memory_mb: int = 512
-    processes: int = 64
-    disk_mb: int = 256
-    output_bytes: int = 1 << 20
-    step_cpu_s: float | None = None
-    step_memory_mb: int | None = None
+    cpu_s: float = Field(default=_DEFAULT.cpu_s, description="CPU seconds of the whole session")
+    memory_mb: int = Field(default=_DEFAULT.memory_mb, description="memory of all its processes")
+    processes: int = Field(default=_DEFAULT.processes, description="processes at any moment")
+    disk_mb: int = Field(default=_DEFAULT.disk_mb, description="size of /work and /tmp")
+    output_bytes: int = Field(default=_DEFAULT.output_bytes, description="cap per stream per step")
+    step_cpu_s: float | None = Field(default=None, description="CPU seconds of each step's process")
+    step_memory_mb: int | None = Field(default=None, description="data MiB of each step's process")
 
 
 class CreateRequest(BaseModel):
