@@ -120,9 +120,14 @@ def _input_key(args: tuple[Any, ...]) -> str | None:
         return None
 
 
-def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], list[str]]:
-    """(inputs, the strategy of each: holdout inputs are marked ``holdout``), deduplicated."""
+def candidates(
+    task: Task, options: Options, dropped: Counter[str] | None = None
+) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """(inputs, the strategy of each: holdout inputs are marked ``holdout``), deduplicated;
+    inputs with an int larger than the task's cap (:func:`strategies.int_cap`) are left out
+    and counted in ``dropped["large_int"]``."""
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
+    cap = strategies.int_cap(sig)
     tid = task.task_id
     groups: list[tuple[str, list[tuple[Any, ...]]]] = [
         ("example", [tuple(a) for a in sig.examples]),
@@ -161,6 +166,10 @@ def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], lis
             if k is None or k in seen:
                 continue
             seen.add(k)
+            if strategies.magnitude(args) > cap:
+                if dropped is not None:
+                    dropped["large_int"] += 1
+                continue
             inputs.append(args)
             kinds.append(kind)
     return inputs, kinds
@@ -181,13 +190,14 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     quality report (see :mod:`assay.testgen.report`)."""
     options = options or Options()
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
-    fresh, fresh_kinds = candidates(task, options)
+    dropped: Counter[str] = Counter()
+    fresh, fresh_kinds = candidates(task, options, dropped)
+    cap = strategies.int_cap(sig)
     inputs: list[tuple[Any, ...]] = []
     kinds: list[str] = []
     calls: list[list[Any]] = []
     seen = {_input_key(a) for a in fresh}
     atol = task.atol or 1e-6
-    dropped: Counter[str] = Counter()
     examples_of: dict[str, str] = {}
     first: list[oracle.Answer] = []
     kept: list[int] = []
@@ -247,7 +257,10 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
             k = _input_key(args)
             if k is not None and k not in seen:
                 seen.add(k)
-                more.append(args)
+                if strategies.magnitude(args) > cap:
+                    dropped["large_int"] += 1
+                else:
+                    more.append(args)
         answer(more, ["refill"] * len(more))
     ambiguous: list[int] = []
     suspects: list[int] = []
@@ -345,6 +358,8 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         )
         for n, i in enumerate(suite)
     ]
+    if dropped["large_int"]:
+        examples_of["large_int"] = f"an int larger than {cap} (more than the prompt writes)"
     quality = {
         "candidates": dict(Counter(k for k in kinds if k != "holdout")),
         "holdout": kinds.count("holdout"),

@@ -1,7 +1,8 @@
 """``assay tests …``: generate test suites from references, and report their quality.
 
-A Typer sub-app; the main CLI registers :data:`tests_app` as ``assay tests``. Exit status
-follows the main CLI: 0 on success, 2 for usage errors, 3 when the sandbox failed.
+A Typer sub-app of :mod:`assay.testgen`'s pipeline; :mod:`assay.cli` registers
+:data:`tests_app` as ``assay tests``. Exit status as for every command: 0 on success, 2 for
+usage errors, 3 when the sandbox failed.
 """
 
 from __future__ import annotations
@@ -13,18 +14,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import AssayError, ValidationError
 from ..formats import assay_suite
 from ..formats._io import read_records
-from . import report
-from .pipeline import Options, Task, generate_all, task_from_row, with_gate
+from ..testgen import report
+from ..testgen.pipeline import Options, Task, generate_all, task_from_row, with_gate
+from ._common import EXIT_SANDBOX, EXIT_USAGE, console, err_console
 
-__all__ = ["tests_app"]
+__all__ = ["read_tasks", "tests_app"]
 
-EXIT_USAGE, EXIT_SANDBOX = 2, 3
 #: Dataset formats whose rows carry a prompt, an entry point and a reference.
 ROW_FORMATS = ("tasks", "humaneval", "humanevalplus", "mbppplus")
 
@@ -34,8 +34,6 @@ tests_app = typer.Typer(
     rich_markup_mode="rich",
     help="Generate test suites from reference solutions and check their quality.",
 )
-console = Console()
-err_console = Console(stderr=True)
 
 
 def read_tasks(path: Path, fmt: str | None) -> list[Task]:
