@@ -148,3 +148,16 @@ def test_single_characters_change_case() -> None:
     rng = random.Random(0)
     out = {strategies.mutate("aba", T("str"), rng, "ab") for _ in range(300)}
     assert {"Aba", "abA"} & out
+
+
+def test_ints_stay_under_the_cap_unless_the_prompt_writes_larger_ones() -> None:
+    s = sig()
+    assert strategies.int_cap(s) == strategies.INT_CAP
+    assert strategies.magnitude(([3, -(10**9)], {"k": (7,)}, True)) == 10**9
+    assert strategies.magnitude(([], "12345678901")) == 0  # digits in text are not ints
+    big = signature(
+        "def f(n: int) -> int:\n    '''\n    >>> f(12345678901234)\n    1\n    '''\n",
+        "def f(n: int) -> int:\n    return 1\n",
+        "f",
+    )
+    assert strategies.int_cap(big) == 12345678901234
