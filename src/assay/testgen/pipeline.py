@@ -21,7 +21,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +36,7 @@ from .crossval import agree, key
 from .mutants import mutants
 from .reduce import cover
 from .signature import signature
+from .stdin import StdinOptions, StdinTask, generate_stdin
 
 #: Fields a task row may carry. Test fields of datasets (``base_input``, ``plus_input``,
 #: ``test``) are deliberately not among them: the generator never reads them.
@@ -407,18 +408,26 @@ def with_gate(problem: Problem, min_mutation_score: float) -> Problem:
 
 def generate_all(
     runner: Runner,
-    tasks: list[Task],
+    tasks: Sequence[Task | StdinTask],
     options: Options | None = None,
     workers: int = 2,
     on_done: Callable[[str, Problem | str], None] | None = None,
 ) -> tuple[list[Problem], dict[str, str]]:
-    """Suites for many tasks, ``workers`` at a time, in the order of ``tasks``; and the
-    tasks that got none, with the reason (one task's failure never stops the others)."""
+    """Suites for many tasks (function-call or stdin ones), ``workers`` at a time, in the
+    order of ``tasks``; and the tasks that got none, with the reason (one task's failure
+    never stops the others)."""
+    o = options or Options()
+    for_stdin = StdinOptions(
+        seed=o.seed, max_tests=o.max_tests, min_mutation_score=o.min_mutation_score
+    )
 
-    def one(task: Task) -> Problem | str:
+    def one(task: Task | StdinTask) -> Problem | str:
         got: Problem | str
         try:
-            got = generate(runner, task, options)
+            if isinstance(task, StdinTask):
+                got = generate_stdin(runner, task, for_stdin)
+            else:
+                got = generate(runner, task, o)
         except (ValidationError, SandboxError) as exc:
             got = str(exc)
         except Exception as exc:  # a generator bug on one task must not lose the others
