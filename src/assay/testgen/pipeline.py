@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -36,7 +35,7 @@ from .crossval import agree, key
 from .mutants import mutants
 from .reduce import cover
 from .signature import signature
-from .stdin import StdinOptions, StdinTask, generate_stdin
+from .stdin import StdinOptions, StdinTask, generate_stdin, time_limit
 
 #: Fields a task row may carry. Test fields of datasets (``base_input``, ``plus_input``,
 #: ``test``) are deliberately not among them: the generator never reads them.
@@ -109,11 +108,6 @@ class Options:
 _NO_ANSWER = object()  # equal only to itself: two references that both fail agree
 
 
-def _rng_seed(seed: int, task_id: str, what: str) -> int:
-    digest = hashlib.sha256(f"{seed}\0{task_id}\0{what}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
 def _input_key(args: tuple[Any, ...]) -> str | None:
     try:
         return json.dumps([encode_value(a) for a in args])
@@ -132,29 +126,36 @@ def candidates(
     tid = task.task_id
     groups: list[tuple[str, list[tuple[Any, ...]]]] = [
         ("example", [tuple(a) for a in sig.examples]),
-        ("boundary", strategies.boundary(sig, random.Random(_rng_seed(options.seed, tid, "b")))),
+        (
+            "boundary",
+            strategies.boundary(sig, random.Random(strategies.seed_for(options.seed, tid, "b"))),
+        ),
         (
             "mutation",
             strategies.mutation(
-                sig, random.Random(_rng_seed(options.seed, tid, "m")), options.mutations
+                sig, random.Random(strategies.seed_for(options.seed, tid, "m")), options.mutations
             ),
         ),
         (
             "hypothesis",
-            strategies.from_types(sig, _rng_seed(options.seed, tid, "h"), options.hypothesis),
+            strategies.from_types(
+                sig, strategies.seed_for(options.seed, tid, "h"), options.hypothesis
+            ),
         ),
     ]
     holdout = [
         (
             "holdout",
             strategies.mutation(
-                sig, random.Random(_rng_seed(options.seed, tid, "hm")), options.holdout_mutations
+                sig,
+                random.Random(strategies.seed_for(options.seed, tid, "hm")),
+                options.holdout_mutations,
             ),
         ),
         (
             "holdout",
             strategies.from_types(
-                sig, _rng_seed(options.seed, tid, "hh"), options.holdout_hypothesis
+                sig, strategies.seed_for(options.seed, tid, "hh"), options.holdout_hypothesis
             ),
         ),
     ]
@@ -174,16 +175,6 @@ def candidates(
             inputs.append(args)
             kinds.append(kind)
     return inputs, kinds
-
-
-def _time_limit(cpu_s: float) -> float:
-    """4 x the reference's CPU time for the whole suite, at least 1 s, rounded up to a power
-    of two so that small timing noise gives the same suite."""
-    need = max(1.0, 4.0 * cpu_s)
-    limit = 1.0
-    while limit < need:
-        limit *= 2
-    return limit
 
 
 def generate(runner: Runner, task: Task, options: Options | None = None) -> Problem:
@@ -252,7 +243,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     if valid and len(valid) < options.refill_below:
         # Few inputs satisfy the contract: mutate the valid ones (EvalPlus grows its corpus
         # from valid inputs only).
-        rng = random.Random(_rng_seed(options.seed, task.task_id, "refill"))
+        rng = random.Random(strategies.seed_for(options.seed, task.task_id, "refill"))
         more = []
         for args in strategies.mutation(sig, rng, options.refill, corpus=valid):
             k = _input_key(args)
@@ -293,7 +284,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         )
     # Mutants, run on the pool and the holdout (pool first).
     muts = mutants(
-        task.reference, _rng_seed(options.seed, task.task_id, "mut"), options.max_mutants
+        task.reference, strategies.seed_for(options.seed, task.task_id, "mut"), options.max_mutants
     )
     order = pool_kept + [i for i in kept if kinds[i] == "holdout"]
     caps = [min(options.call_s, max(0.1, 20 * cpu[i] + 0.05)) for i in order]
@@ -387,7 +378,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         "min_mutation_score": options.min_mutation_score,
         "fit_for_training": (score if score is not None else 1.0) >= options.min_mutation_score,
     }
-    limits = Limits(time_s=_time_limit(sum(cpu[i] for i in suite)), memory_mb=1024)
+    limits = Limits(time_s=time_limit(sum(cpu[i] for i in suite)), memory_mb=1024)
     return Problem(
         task.task_id,
         tests,

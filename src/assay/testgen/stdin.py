@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 from collections import Counter
@@ -30,7 +29,7 @@ from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
 from .mutants import mutants
-from .strategies import INT_CAP
+from .strategies import INT_CAP, seed_for
 
 #: Exit codes of an input validator that accept the input (Kattis: 42 accept, 43 reject).
 ACCEPT = (42,)
@@ -64,10 +63,6 @@ class StdinOptions:
     slow_s: float = 1.0
     min_mutation_score: float = 0.0
     run_limits: Limits = field(default_factory=lambda: Limits(time_s=10.0, memory_mb=1024))
-
-
-def _seed(seed: int, task_id: str, what: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"{seed}\0{task_id}\0{what}".encode()).digest()[:8])
 
 
 def _number(token: str, rng: random.Random, cap: int) -> str:
@@ -173,7 +168,7 @@ def generate_stdin(runner: Runner, task: StdinTask, options: StdinOptions | None
     pool: list[str] = list(dict.fromkeys(task.inputs))
     kinds = ["given"] * len(pool)
     if task.validator:
-        rng = random.Random(_seed(options.seed, task.task_id, "stdin"))
+        rng = random.Random(seed_for(options.seed, task.task_id, "stdin"))
         seen = set(pool)
         for text in mutations(pool, rng, options.mutations):
             if text in seen:
@@ -239,7 +234,7 @@ def generate_stdin(runner: Runner, task: StdinTask, options: StdinOptions | None
         "mutants_killable": n_mutants,  # every mutant counts: no holdout to spot equivalents
         "mutation_score": None if score is None else round(score, 4),
         "tests": len(tests),
-        "time_s_per_test": _per_test_limit(slowest),
+        "time_s_per_test": time_limit(slowest),
         "seed": options.seed,
         "min_mutation_score": options.min_mutation_score,
         "fit_for_training": (score if score is not None else 1.0) >= options.min_mutation_score,
@@ -247,15 +242,16 @@ def generate_stdin(runner: Runner, task: StdinTask, options: StdinOptions | None
     return Problem(
         task.task_id,
         tests,
-        limits=Limits(time_s=_per_test_limit(slowest), memory_mb=limits.memory_mb),
+        limits=Limits(time_s=time_limit(slowest), memory_mb=limits.memory_mb),
         checker=task.checker,
         references=[task.reference],
         metadata={**task.metadata, "quality": quality},
     )
 
 
-def _per_test_limit(cpu_s: float) -> float:
-    """4 x the reference's slowest CPU time, at least 1 s, rounded up to a power of two."""
+def time_limit(cpu_s: float) -> float:
+    """4 x ``cpu_s`` (the reference's CPU time), at least 1 s, rounded up to a power of two
+    so that small timing noise gives the same suite."""
     limit = 1.0
     while limit < 4.0 * cpu_s:
         limit *= 2
@@ -270,7 +266,7 @@ def _adequate(
     differs."""
     if task.language != "python":
         return [], 0, 0
-    seed = _seed(options.seed, task.task_id, "mut")
+    seed = seed_for(options.seed, task.task_id, "mut")
     muts = mutants(task.reference, seed, options.max_mutants, whole_module=True)
     chosen: list[int] = []
     killed = 0

@@ -8,6 +8,7 @@ Inputs are tuples of plain values (what ``assay.judge.values`` can carry into th
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import random
 import re
 import string
@@ -38,6 +39,13 @@ PROBES = (
     T("list", (T("float"),)),
     T("list", (T("list", (T("int"),)),)),
 )
+
+
+def seed_for(seed: int, task_id: str, what: str) -> int:
+    """The seed of one strategy's draws for one task (stable across processes and runs)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}\0{task_id}\0{what}".encode()).digest()[:8])
+
+
 _PRINTABLE = string.ascii_letters + string.digits + " .,!?-_"
 _UNICODE = "éßü中文😀"
 
