@@ -1,5 +1,6 @@
 """Test generation and quality control (offline): inputs, oracles, cross-validation,
-mutation score, coverage and reduction. See :mod:`assay.testgen.pipeline`."""
+mutation score, coverage and reduction. See :mod:`assay.testgen.pipeline` (function-call
+problems) and :mod:`assay.testgen.stdin` (stdin problems with an input validator)."""
 
 from .crossval import agree, dual_agreement
 from .pipeline import Options, Task, generate, generate_all, task_from_row
