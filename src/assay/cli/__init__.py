@@ -50,7 +50,7 @@ def _register_serve() -> None:
 
 
 def _register_tests() -> None:
-    from ..testgen.cli import tests_app
+    from .tests import tests_app
 
     app.add_typer(tests_app, name="tests")
 
