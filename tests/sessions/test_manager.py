@@ -167,3 +167,21 @@ def test_a_session_not_torn_down_counts_as_past_its_ttl(runner, monkeypatch) -> 
     assert _metric(metrics, "assay_sessions_past_ttl") == 1
     monkeypatch.undo()  # the run has returned: no longer ending
     assert _metric(metrics, "assay_sessions_ending") == 0
+
+
+def test_create_and_end_are_logged_with_the_session_id_and_no_output(  # type: ignore[no-untyped-def]
+    runner, caplog
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="assay.sessions")
+    m = SessionManager(runner)
+    s = m.create(limits=SMALL)
+    s.exec("echo secret-output-1234")
+    s.close()
+    events = {r.event: r for r in caplog.records if hasattr(r, "event")}  # type: ignore[attr-defined]
+    assert events["session_created"].session_id == s.id  # type: ignore[attr-defined]
+    ended = events["session_ended"]
+    assert (ended.session_id, ended.reason, ended.steps) == (s.id, "closed", 1)  # type: ignore[attr-defined]
+    assert ended.levelname == "INFO"
+    assert not any("secret-output-1234" in str(vars(r)) for r in caplog.records)

@@ -14,6 +14,7 @@ refusals, ends by reason and lifetimes (:meth:`SessionManager.stats`).
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from typing import Any
@@ -22,6 +23,8 @@ from ..errors import Overloaded, ValidationError
 from ..telemetry import Metrics, SessionStats
 from .session import Session, executor_of
 from .types import SessionEnded, SessionLimits
+
+log = logging.getLogger("assay.sessions")
 
 #: Ended sessions remembered (id -> reason), so a late call learns why its session ended.
 REMEMBER_ENDED = 10_000
@@ -119,6 +122,16 @@ class SessionManager:
         if session is not None:
             if self.metrics is not None:
                 self.metrics.session_created()
+            log.info(
+                "session created",
+                extra={
+                    "event": "session_created",
+                    "session_id": session.id,
+                    "ttl_s": session.ttl_s,
+                    "idle_ttl_s": session.idle_ttl_s,
+                    "memory_mb": session.limits.memory_mb,
+                },
+            )
             session.on_end(self._forget)
             if session.ended:
                 self._forget(session)
@@ -139,6 +152,20 @@ class SessionManager:
             self._ended_counts[reason] += 1
         if self.metrics is not None:
             self.metrics.session_ended(reason, now - session.created)
+        # The detail is the service's own words (a sandbox_error's message, a broken
+        # channel), never a step's output: steps' streams go to their callers only.
+        log.log(
+            logging.WARNING if reason == "crashed" else logging.INFO,
+            "session ended",
+            extra={
+                "event": "session_ended",
+                "session_id": session.id,
+                "reason": reason,
+                "detail": session.end_detail[:300],
+                "lifetime_s": round(now - session.created, 3),
+                "steps": session.steps,
+            },
+        )
 
     def stats(self) -> SessionStats:
         """Open, busy and oldest sessions, those past their TTL and those being torn down
