@@ -74,8 +74,12 @@ def test_bad_input_names_the_field(client: httpx.Client) -> None:
     assert r.status_code == 422 and r.json()["field"] == "limits.memory_mb"
     r = client.post("/v1/sessions", json={"files": {"../x": ""}})
     assert r.status_code == 422 and r.json()["field"].startswith("files[")
-    sid = _create(client)
+    r = client.post("/v1/sessions", json={"priority": "urgent"})
+    assert r.status_code == 422 and r.json()["field"] == "priority"
+    sid = _create(client, priority="low", caller="rollouts")
     try:
+        info = client.get(f"/v1/sessions/{sid}").json()
+        assert (info["priority"], info["caller"]) == (2, "rollouts")
         r = client.post(f"/v1/sessions/{sid}/exec", json={"command": "true", "timeout_s": 0})
         assert r.status_code == 422 and r.json()["field"] == "timeout_s"
         r = client.post(f"/v1/sessions/{sid}/exec", json={"cmd": "true"})

@@ -204,3 +204,20 @@ def _session_threads() -> int:
     import threading
 
     return sum(t.name.startswith("assay-session-") for t in threading.enumerate())
+
+
+def test_per_step_cpu_and_memory_limits(open_session) -> None:  # type: ignore[no-untyped-def]
+    limits = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
+    s = open_session(
+        limits=SessionLimits(**{**limits.to_dict(), "step_cpu_s": 1, "step_memory_mb": 64})
+    )
+    spin = s.exec("python3 -c 'while True: pass'", timeout_s=20)
+    assert spin.reason == "cpu_limit" and not spin.timed_out, spin
+    assert 0.5 <= spin.cpu_s < 5  # (rusage lags RLIMIT_CPU by a tick or so)
+    big = s.exec("python3 -c 'x = bytearray(200 << 20)'")
+    assert big.exit_code == 1 and b"MemoryError" in big.stderr, big
+    fits = s.exec("python3 -c 'x = bytearray(20 << 20); print(len(x))'")
+    assert fits.stdout == b"20971520\n" and fits.reason is None
+    assert s.exec("echo usable").stdout == b"usable\n"
+    with pytest.raises(ValidationError, match="step_memory_mb"):
+        SessionLimits(step_memory_mb=1)

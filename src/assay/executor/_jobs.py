@@ -9,7 +9,7 @@ from .. import defaults
 from ..scheduler import Task
 from .backend import JobInfo
 from .batch import BatchHandle
-from .types import Execution, Job
+from .types import Execution, Job, RunJob
 
 
 @dataclass(eq=False)
@@ -86,3 +86,9 @@ def memory_budget() -> int:
     except OSError:
         pass
     return 4096
+
+
+def shareable(job: Job) -> bool:
+    """Judging is deterministic (same code, tests, limits and toolchain: same verdict); a
+    plain run is not (random numbers, clocks), so it shares results only when it asks."""
+    return not isinstance(job, RunJob) or job.cache

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 from dataclasses import fields
 from typing import Any
 
+from ..telemetry import NullWriter, RecordWriter
+from ._jobs import Sub
 from .backend import JobInfo
 from .types import JobResult
+
+log = logging.getLogger("assay.executor")
 
 #: Caps on what a record keeps of the code and of each output stream.
 CODE_CAP = 64 * 1024
@@ -102,6 +108,30 @@ def build(
         "worker": result.worker,
         "host": _HOST,
     }
+
+
+def write(
+    records: RecordWriter, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None
+) -> None:
+    """Write ``result``'s record; a failing writer is logged, never the job's failure."""
+    if isinstance(records, NullWriter):
+        return  # records are off: do not build what nobody keeps
+    try:
+        records.write(
+            build(
+                info,
+                result,
+                batch_id=sub.handle.id,
+                caller=sub.caller,
+                priority=sub.priority,
+                deadline_at=sub.deadline_at,
+                submitted_at=sub.submitted_at,
+                started_at=started_at,
+                ended_at=time.time(),
+            )
+        )
+    except Exception:
+        log.exception("could not write the execution record of job %s", result.job_id)
 
 
 def log_fields(batch_id: str, caller: str, result: JobResult) -> dict[str, Any]:

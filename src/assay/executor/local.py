@@ -3,15 +3,16 @@
 One worker thread per slot pulls the next task from the :class:`~assay.scheduler.FairQueue`
 (priority, fairness, longest-first) and runs it on the backend. Around that loop:
 
-- **Dedup and cache**: a job whose content hash matches a finished job takes its result;
-  one matching a queued or running job subscribes to it. Identical programs run once.
+- **Dedup and cache**: a job matching a finished, queued or running job (content hash)
+  takes or waits for its result. Identical programs run once.
 - **Split**: when a batch has fewer jobs than slots, a long submission's tests are spread
   over several slots and the parts' judgements combined.
-- **Retries**: only ``sandbox_error`` (our fault) is retried, at most ``retries`` times; the
-  attempt count is in the result and the record. The program's own failures never are.
+- **Retries**: only ``sandbox_error`` (our fault) is retried, at most ``retries`` times
+  (``attempts`` in the result and record); the program's own failures never are.
 - **Deadlines and cancellation**: unfinished jobs of the batch get a ``deadline`` or
   ``cancelled`` result with ``reward=None`` at once; queued work nobody waits for is dropped.
 - **Records and metrics** for every job (:mod:`assay.telemetry`).
+- **Calls** (:meth:`LocalExecutor.call`): non-job work, e.g. session steps, on a slot.
 """
 
 from __future__ import annotations
@@ -22,25 +23,27 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import defaults
-from ..errors import ValidationError
+from ..errors import ClosedError, ValidationError
 from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
-from ..telemetry import Metrics, NullWriter, RecordWriter, open_writer, tracing
+from ..telemetry import Metrics, RecordWriter, open_writer, tracing
 from . import _records
+from ._calls import SlotCall
 from ._deadlines import Reaper
-from ._jobs import JobState, Memory, Part, Sub, memory_budget
+from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended
-from .types import Execution, Job, JobResult, Outcome, RunJob
+from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
+R = TypeVar("R")
 
 
 class LocalExecutor:
@@ -173,7 +176,7 @@ class LocalExecutor:
             for i, (job, info) in enumerate(zip(jobs, infos, strict=True)):
                 sub = Sub(handle, i, caller, priority, deadline_at, now, mono, False)
                 key = info.cache_key + ("/stop" if stop_on_failure else "")
-                cacheable = self.cache is not None and _cacheable(job)
+                cacheable = self.cache is not None and shareable(job)
                 shared += cacheable
                 cached = self.cache.get(key) if self.cache is not None and cacheable else None
                 if cached is not None:
@@ -237,6 +240,35 @@ class LocalExecutor:
     async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
         return await self.submit(jobs, **kw).gather_async()
 
+    def call(
+        self,
+        fn: Callable[[], R],
+        *,
+        priority: int = NORMAL,
+        caller: str = "sessions",
+        estimate_s: float = 0.0,
+        memory_mb: int = 0,
+    ) -> R:
+        """``fn()`` run on one of the slots, queued with the jobs by the scheduler's rules
+        (agent session steps; see :mod:`assay.executor._calls`)."""
+        if self._closed:
+            raise ClosedError("executor is closed")
+        slot_call = SlotCall(fn, memory_mb)
+        self.queue.put_many([Task(slot_call, caller, priority, estimate_s, next(self._batches))])
+        return slot_call.wait()
+
+    def _run_call(self, slot_call: SlotCall[Any], wait: float) -> None:
+        with self._lock:
+            self._busy += 1
+        self.metrics.observe_queue_wait(wait)
+        self._memory.acquire(slot_call.memory_mb)
+        try:
+            slot_call.run()
+        finally:
+            self._memory.release(slot_call.memory_mb)
+            with self._lock:
+                self._busy -= 1
+
     def close(self) -> None:
         """Finish queued work, stop the workers, flush records and estimates."""
         with self._lock:
@@ -288,6 +320,9 @@ class LocalExecutor:
             task = self.queue.get()
             if task is None:
                 return
+            if isinstance(task.payload, SlotCall):
+                self._run_call(task.payload, time.monotonic() - task.enqueued_at)
+                continue
             part: Part = task.payload
             job = part.job
             with self._lock:
@@ -414,7 +449,7 @@ class LocalExecutor:
             worker=worker,
         )
         if sub.handle._deliver(result):
-            self._record(sub, info, result, started_at)
+            _records.write(self.records, sub, info, result, started_at)
             self.metrics.completed(info.language, ex.verdict)
             log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
             self._forget_if_done(sub.handle)
@@ -423,26 +458,6 @@ class LocalExecutor:
         if handle.done:
             with self._lock:
                 self._handles.pop(handle.id, None)
-
-    def _record(self, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None) -> None:
-        if isinstance(self.records, NullWriter):
-            return  # records are off: do not build what nobody keeps
-        try:
-            self.records.write(
-                _records.build(
-                    info,
-                    result,
-                    batch_id=sub.handle.id,
-                    caller=sub.caller,
-                    priority=sub.priority,
-                    deadline_at=sub.deadline_at,
-                    submitted_at=sub.submitted_at,
-                    started_at=started_at,
-                    ended_at=time.time(),
-                )
-            )
-        except Exception:
-            log.exception("could not write the execution record of job %s", result.job_id)
 
     # -- deadlines and cancellation (the reaper thread is in _deadlines.py) ----------------
     def _cancel(self, handle: BatchHandle) -> None:
@@ -480,11 +495,5 @@ class LocalExecutor:
                 now - sub.submitted_mono,
             )
             if handle._deliver(r):
-                self._record(sub, j.info, r, j.started_at)
+                _records.write(self.records, sub, j.info, r, j.started_at)
                 self.metrics.completed(j.info.language, outcome)
-
-
-def _cacheable(job: Job) -> bool:
-    """Judging is deterministic (same code, tests, limits and toolchain: same verdict); a
-    plain run is not (random numbers, clocks), so it shares results only when it asks."""
-    return not isinstance(job, RunJob) or job.cache

@@ -22,8 +22,8 @@ from ..errors import ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
 from ..sessions.manager import UnknownSession
 from . import _convert
-from ._service import Svc
-from .models import ProcessOutput
+from ._service import PRIORITIES, Svc
+from .models import Priority, ProcessOutput
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
@@ -36,6 +36,8 @@ class LimitsModel(BaseModel):
     processes: int = 64
     disk_mb: int = 256
     output_bytes: int = 1 << 20
+    step_cpu_s: float | None = None
+    step_memory_mb: int | None = None
 
 
 class CreateRequest(BaseModel):
@@ -44,6 +46,12 @@ class CreateRequest(BaseModel):
     limits: LimitsModel | None = None
     ttl_s: float = 3600.0
     idle_ttl_s: float = 600.0
+    priority: Priority = Field(
+        "normal", description="scheduling class of the session's steps against batch jobs"
+    )
+    caller: str = Field(
+        "sessions", min_length=1, max_length=200, description="fair-share group of its steps"
+    )
 
 
 class ExecRequest(BaseModel):
@@ -121,7 +129,13 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     except TypeError as exc:
         raise ValidationError("limits", str(exc)) from None
     session = await asyncio.to_thread(
-        m.create, files=files, limits=limits, ttl_s=body.ttl_s, idle_ttl_s=body.idle_ttl_s
+        m.create,
+        files=files,
+        limits=limits,
+        ttl_s=body.ttl_s,
+        idle_ttl_s=body.idle_ttl_s,
+        priority=PRIORITIES[body.priority],
+        caller=body.caller,
     )
     return session.info()
 

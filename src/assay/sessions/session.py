@@ -9,7 +9,6 @@ sandbox takes everything with it: processes, the tmpfs holding /work, the cgroup
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import secrets
 import socket
@@ -24,8 +23,10 @@ from .. import defaults
 from ..errors import SandboxError, ValidationError
 from ..runner import Runner
 from ..sandbox import RunRequest, Sandbox
+from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
 from ._channel import Channel, ChannelBroken
+from ._fork import fork_via_pipe
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
 
 AGENT = ".assay_agent.py"
@@ -38,7 +39,6 @@ REPLY_GRACE_S = 10.0
 #: Timeout of calls that are not steps (files, tar).
 CALL_TIMEOUT_S = 60.0
 MAX_TTL_S = 4 * 3600.0
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
 
@@ -46,6 +46,15 @@ CPU_POLL_S = 0.5
 @cache
 def _inside(name: str) -> bytes:
     return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
+
+
+@cache
+def _agent_source() -> bytes:
+    """agent.py with workspace.py in front of it, in place of its import of it: the agent is
+    one file to write and load per session."""
+    skip = (b"from .workspace import", b"from __future__ import")
+    body = [line for line in _inside("agent.py").split(b"\n") if not line.startswith(skip)]
+    return _inside("workspace.py") + b"\n" + b"\n".join(body)
 
 
 def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
@@ -100,9 +109,21 @@ class Session:
         idle_ttl_s: float = 600.0,
         tar: bytes | None = None,
         session_id: str | None = None,
+        priority: int = NORMAL,
+        caller: str = "sessions",
     ) -> None:
         self.source = source
         self._execute = executor_of(source)
+        # On an executor, steps take one of its slots in the queue's order (``priority``,
+        # fair shares between callers); on a Runner or Sandbox they run on the caller's thread.
+        slot_call = getattr(source, "call", None)
+        self._slot_call: Callable[..., Any] | None = slot_call if callable(slot_call) else None
+        if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
+            raise ValidationError("priority", f"must be a non-negative integer, got {priority!r}")
+        if not isinstance(caller, str) or not caller:
+            raise ValidationError("caller", "must be a non-empty string")
+        self.priority, self.caller = priority, caller
+        self._step_s = 0.05  # a running estimate of a step's wall time, for the scheduler
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -128,7 +149,7 @@ class Session:
             "python",
             [f"/work/{AGENT}"],
             [
-                (AGENT, _inside("agent.py"), 0o444),
+                (AGENT, _agent_source(), 0o444),
                 (KERNEL, _inside("kernel.py"), 0o444),
                 *user_files,
             ],
@@ -247,6 +268,8 @@ class Session:
             "age_s": round(now - self.created, 3),
             "idle_s": round(now - self.last_used, 3),
             "steps": self.steps,
+            "priority": self.priority,
+            "caller": self.caller,
             "ttl_s": self.ttl_s,
             "idle_ttl_s": self.idle_ttl_s,
             "limits": self.limits.to_dict(),
@@ -296,6 +319,29 @@ class Session:
             raise SessionRefused(str(reply.get("error", "refused"))[:1000])
         return reply, data
 
+    def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
+        """A step: on an executor it waits for a slot (a step holds one while it runs, an
+        idle session none), and it counts in ``steps``."""
+
+        def run() -> tuple[dict[str, Any], bytes]:
+            started = time.monotonic()
+            try:
+                return self._call(msg, timeout=timeout)
+            finally:
+                self.steps += 1
+                self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
+
+        if self._slot_call is None:
+            return run()
+        out: tuple[dict[str, Any], bytes] = self._slot_call(
+            run,
+            priority=self.priority,
+            caller=self.caller,
+            estimate_s=self._step_s,
+            memory_mb=self.limits.memory_mb,
+        )
+        return out
+
     def exec(
         self,
         command: str,
@@ -325,10 +371,11 @@ class Session:
             "timeout_s": timeout,
             "idle_timeout_s": idle,
             "output_bytes": self.limits.output_bytes,
+            "cpu_s": self.limits.step_cpu_s,
+            "memory_mb": self.limits.step_memory_mb,
             "stdin": base64.b64encode(data).decode(),
         }
-        reply, _ = self._call(msg, timeout=timeout + REPLY_GRACE_S)
-        self.steps += 1
+        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
         try:
             reason = reply.get("reason")
             return StepResult(
@@ -339,7 +386,7 @@ class Session:
                 stdout_truncated=bool(reply.get("stdout_truncated")),
                 stderr_truncated=bool(reply.get("stderr_truncated")),
                 timed_out=bool(reply.get("timed_out")),
-                reason=reason if reason in ("timeout", "idle_timeout") else None,
+                reason=reason if reason in ("timeout", "idle_timeout", "cpu_limit") else None,
                 cpu_s=float(reply.get("cpu_s", 0.0)),
                 wall_s=float(reply.get("wall_s", 0.0)),
                 peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
@@ -383,9 +430,8 @@ class Session:
         if not isinstance(code, str):
             raise ValidationError("code", "must be a string")
         timeout = _check_time("timeout_s", timeout_s)
-        reply, _ = self._call(
-            {"op": "cell", "code": code, "timeout_s": timeout}, timeout=timeout + REPLY_GRACE_S
-        )
+        msg = {"op": "cell", "code": code, "timeout_s": timeout}
+        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
         return CellResult(
             status=str(reply.get("status", "error")),
             stdout=str(reply.get("stdout", "")),
@@ -401,48 +447,20 @@ class Session:
     def fork(self, session_id: str | None = None) -> Session:
         """A new session with a copy of this one's workspace (files only: running processes,
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
-        # The workspace streams from the parent's agent straight into the child's through a
-        # pipe (each gets its end with the request): no copy passes through this process,
-        # and the parent packs while the child starts and unpacks.
-        read_end, write_end = os.pipe2(os.O_CLOEXEC)
-        with contextlib.suppress(OSError):  # fewer wake-ups; 1 MiB is pipe-max-size's default
-            fcntl.fcntl(write_end, F_SETPIPE_SZ, 1 << 20)
-        made: list[Session] = []
-        failed: list[BaseException] = []
-
-        def start_child() -> None:
-            fd = read_end
-            try:
-                child = Session(
-                    self.source,
-                    limits=self.limits,
-                    ttl_s=self.ttl_s,
-                    idle_ttl_s=self.idle_ttl_s,
-                    session_id=session_id,
-                )
-                made.append(child)
-                fd = -1
-                child._call({"op": "untar_from_fd", "dir": "."}, fd=read_end)
-            except BaseException as exc:  # re-raised in the caller's thread
-                failed.append(exc)
-                if fd >= 0:
-                    os.close(fd)  # the parent then sees a closed pipe, not a stalled one
-
-        starter = threading.Thread(target=start_child, name=f"assay-fork-{self.id}")
-        starter.start()
-        try:
-            self._call({"op": "tar_to_fd", "dir": "."}, fd=write_end)
-        except BaseException:
-            starter.join()
-            for child in made:
-                child.close()
-            raise
-        starter.join()
-        if failed:
-            for child in made:
-                child.close()
-            raise failed[0]
-        return made[0]
+        return fork_via_pipe(
+            pack=lambda fd: self._call({"op": "tar_to_fd", "dir": "."}, fd=fd),
+            start=lambda: Session(
+                self.source,
+                limits=self.limits,
+                ttl_s=self.ttl_s,
+                idle_ttl_s=self.idle_ttl_s,
+                session_id=session_id,
+                priority=self.priority,
+                caller=self.caller,
+            ),
+            unpack=lambda child, fd: child._call({"op": "untar_from_fd", "dir": "."}, fd=fd),
+            discard=Session.close,
+        )
 
 
 def _opt_int(value: object) -> int | None:

@@ -10,7 +10,7 @@ from ..errors import AssayError, ValidationError
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
 #: memory budget used up, or its sandbox died under it.
 EndReason = Literal["closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed"]
-StepReason = Literal["timeout", "idle_timeout"]
+StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
 
 
 class SessionEnded(AssayError):
@@ -42,6 +42,13 @@ class SessionLimits:
 
     ``cpu_s`` is the session's total CPU budget; ``memory_mb``, ``processes`` and ``disk_mb``
     hold at every moment; ``output_bytes`` caps each stream of each step.
+
+    Per step (``None``: only the session's limits): ``step_cpu_s`` is the CPU time each
+    process a step starts may use (``RLIMIT_CPU``; past it the process is killed and the
+    step's ``reason`` is ``cpu_limit``); ``step_memory_mb`` caps each such process's data
+    (``RLIMIT_DATA``: heap and private writable mappings; an allocation past it fails, e.g.
+    ``MemoryError`` in Python). Both bind each process, not the step's processes together:
+    the session's own cgroup limits bind those, and a step's wall time is ``timeout_s``.
     """
 
     cpu_s: float = 600.0
@@ -49,9 +56,19 @@ class SessionLimits:
     processes: int = 64
     disk_mb: int = 256
     output_bytes: int = 1 << 20
+    step_cpu_s: float | None = None
+    step_memory_mb: int | None = None
 
     def __post_init__(self) -> None:
         _positive("limits.cpu_s", self.cpu_s)
+        _positive("limits.step_cpu_s", self.step_cpu_s, allow_none=True)
+        step_mb = self.step_memory_mb
+        if step_mb is not None and (
+            isinstance(step_mb, bool) or not isinstance(step_mb, int) or step_mb < 16
+        ):
+            raise ValidationError(
+                "limits.step_memory_mb", f"must be an integer >= 16, got {step_mb!r}"
+            )
         for name in ("memory_mb", "processes", "disk_mb", "output_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:

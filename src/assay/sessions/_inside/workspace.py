@@ -1,0 +1,195 @@
+"""The session agent's workspace side (stdlib only): paths kept inside /work, the file and
+tar requests, and the socket connection with the descriptors passed along a request.
+
+Shipped in front of agent.py as one file (``session._agent_source``), in place of the
+agent's import of it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import stat
+import sys
+from typing import Any
+
+WORK = "/work"
+#: tarfile's copy buffer (its default, 16 KiB, makes a 10 MiB file 640 Python-level copies).
+COPY_BUF = 1 << 20
+
+
+class Refused(Exception):
+    """A request the agent will not carry out (the reply names why)."""
+
+
+def inside(path: str, must_exist: bool = False) -> str:
+    """``path`` (relative to /work, or absolute under it) resolved; refused if it, or a
+    symlink on the way, leads out of /work."""
+    if not isinstance(path, str) or "\x00" in path:
+        raise Refused("path must be a string without NUL")
+    full = os.path.normpath(os.path.join(WORK, path))
+    if full != WORK and not full.startswith(WORK + "/"):
+        raise Refused(f"path {path!r} leads out of {WORK}")
+    real = os.path.realpath(full)
+    if real != WORK and not real.startswith(WORK + "/"):
+        raise Refused(f"path {path!r} leads out of {WORK} through a symlink")
+    if must_exist and not os.path.lexists(full):
+        raise Refused(f"no such file: {path!r}")
+    return real
+
+
+def take_fd(fds: list[int]) -> int:
+    if not fds:
+        raise Refused("this request needs a file descriptor passed with it")
+    return fds.pop(0)
+
+
+def tarfile_open(fileobj: Any, mode: str) -> Any:
+    import tarfile  # imported when needed: the agent starts on every create
+
+    # Stream modes ("|") write and read records of ``bufsize``; both sizes default to
+    # 10-16 KiB, which makes a 10 MiB workspace about a thousand Python-level copies.
+    opener: Any = tarfile.open  # (typeshed's overloads want the mode as a literal)
+    return opener(fileobj=fileobj, mode=mode, bufsize=COPY_BUF, copybufsize=COPY_BUF)
+
+
+def workspace_op(
+    op: object, req: dict[str, Any], payload: bytes, fds: list[int]
+) -> dict[str, Any] | None:
+    """Carry out a file or tar request; ``None`` if ``op`` is not one."""
+    if op == "write":
+        path = inside(req["path"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        fd = os.open(path, flags, int(req.get("mode", 0o644)))
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+        return {}
+    if op == "read":
+        path = inside(req["path"], must_exist=True)
+        if not os.path.isfile(path):
+            raise Refused(f"not a file: {req['path']!r}")
+        with open(path, "rb") as fh:
+            return {"_data": fh.read()}
+    if op == "list":
+        path = inside(req.get("dir") or ".", must_exist=True)
+        entries = []
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
+            st = entry.stat(follow_symlinks=False)
+            kind = (
+                "dir"
+                if stat.S_ISDIR(st.st_mode)
+                else "symlink"
+                if stat.S_ISLNK(st.st_mode)
+                else "file"
+            )
+            entries.append({"name": entry.name, "type": kind, "size": st.st_size})
+        return {"entries": entries}
+    if op == "delete":
+        path = inside(req["path"], must_exist=True)
+        if path == WORK:
+            raise Refused("the workspace itself cannot be deleted")
+        if os.path.isdir(path) and not os.path.islink(path):
+            import shutil  # imported when needed: the agent starts on every create
+
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        return {}
+    if op == "tar":
+        path = inside(req.get("dir") or ".", must_exist=True)
+        buf = io.BytesIO()
+        with tarfile_open(buf, "w:gz" if req.get("gzip") else "w") as tar:
+            for name in sorted(os.listdir(path)):
+                tar.add(os.path.join(path, name), arcname=name)
+        return {"_data": buf.getbuffer()}
+    if op == "untar":
+        with tarfile_open(io.BytesIO(payload), "r") as tar:
+            untar(tar, inside(req.get("dir") or "."))
+        return {}
+    if op == "tar_to_fd":  # fork: the tar streams straight into the child's agent
+        path = inside(req.get("dir") or ".", must_exist=True)
+        # A child that stops reading is an EPIPE for this request, not a SIGPIPE that ends
+        # the parent session.
+        before = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        try:
+            with os.fdopen(take_fd(fds), "wb", buffering=0) as out:
+                with tarfile_open(out, "w|") as tar:
+                    for name in sorted(os.listdir(path)):
+                        tar.add(os.path.join(path, name), arcname=name)
+        finally:
+            signal.signal(signal.SIGPIPE, before)
+        return {}
+    if op == "untar_from_fd":
+        with os.fdopen(take_fd(fds), "rb", buffering=0) as src:
+            with tarfile_open(src, "r|") as tar:
+                untar(tar, inside(req.get("dir") or "."))
+        return {}
+    return None
+
+
+def untar(tar: Any, dest: str) -> None:
+    """Extract regular files, directories and symlinks only, in the tar's order (a stream
+    is read once); every name must stay under ``dest``."""
+    for member in tar:
+        name = os.path.normpath(member.name)
+        if name.startswith(("/", "..")) or "\x00" in name:
+            raise Refused(f"tar member {member.name!r} leads out of the workspace")
+        target = inside(os.path.relpath(os.path.join(dest, name), WORK))
+        if member.isdir():
+            os.makedirs(target, exist_ok=True)
+        elif member.isfile():
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            src = tar.extractfile(member)
+            assert src is not None
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW)
+            with os.fdopen(fd, "wb") as fh:
+                while chunk := src.read(COPY_BUF):
+                    fh.write(chunk)
+            os.chmod(target, member.mode & 0o755 | 0o600)
+        elif member.issym():
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(
+                member.linkname, os.path.join(os.path.dirname(target), os.path.basename(name))
+            )
+        # other kinds (hard links, fifos, devices) are skipped
+
+
+class Conn:
+    """The agent's end of the socket: request lines, their payloads, and the file
+    descriptors (SCM_RIGHTS) the trusted side passes with a request."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+        self.fds: list[int] = []
+
+    def _more(self) -> bool:
+        data, anc, _flags, _addr = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
+        for level, kind, blob in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(blob) - len(blob) % 4
+                self.fds.extend(
+                    int.from_bytes(blob[i : i + 4], sys.byteorder, signed=True)
+                    for i in range(0, usable, 4)
+                )
+        self.buf += data
+        return bool(data)
+
+    def line(self) -> bytes | None:
+        while (end := self.buf.find(b"\n")) < 0:
+            if not self._more():
+                return None
+        out = bytes(self.buf[:end])
+        del self.buf[: end + 1]
+        return out
+
+    def read(self, size: int) -> bytes:
+        while len(self.buf) < size:
+            if not self._more():
+                raise EOFError("the trusted side closed the socket mid-request")
+        out = bytes(self.buf[:size])
+        del self.buf[:size]
+        return out

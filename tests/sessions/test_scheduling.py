@@ -1,0 +1,94 @@
+"""Session steps on an executor share its slots in the scheduler's order (issue 15)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay import LocalExecutor, Runner
+from assay.executor import RunJob
+from assay.scheduler import HIGH, LOW
+from assay.sessions import Session, SessionLimits
+
+SMALL = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
+
+SLEEP = "import time; time.sleep(0.4)"
+
+
+@pytest.fixture
+def one_slot(runner: Runner, tmp_path: Path) -> Iterator[LocalExecutor]:
+    with LocalExecutor(runner, slots=1, state_dir=tmp_path) as ex:
+        yield ex
+
+
+def _batch(ex: LocalExecutor, n: int, priority: int) -> list[float]:
+    """Submit ``n`` sleeping runs; returns the list their finish times are appended to."""
+    done: list[float] = []
+    ex.submit(
+        [RunJob(SLEEP)] * n,
+        priority=priority,
+        caller="trainer",
+        on_result=lambda _r: done.append(time.monotonic()),
+    )
+    return done
+
+
+def _step_in_thread(s: Session, command: str) -> tuple[threading.Thread, list[float]]:
+    finished: list[float] = []
+
+    def go() -> None:
+        s.exec(command)
+        finished.append(time.monotonic())
+
+    t = threading.Thread(target=go)
+    t.start()
+    return t, finished
+
+
+def test_a_high_priority_step_overtakes_a_queued_low_batch(one_slot: LocalExecutor) -> None:
+    with Session(one_slot, limits=SMALL, priority=HIGH) as s:
+        done = _batch(one_slot, 4, LOW)
+        time.sleep(0.1)  # the first run holds the only slot
+        t, finished = _step_in_thread(s, "true")
+        t.join(30)
+        while len(done) < 4:
+            time.sleep(0.05)
+    # It waited for the run holding the slot at most, not for the three queued behind it.
+    assert sum(f < finished[0] for f in done) <= 1, (done, finished)
+
+
+def test_a_low_priority_step_waits_for_a_high_batch(one_slot: LocalExecutor) -> None:
+    with Session(one_slot, limits=SMALL, priority=LOW) as s:
+        done = _batch(one_slot, 3, HIGH)
+        t, finished = _step_in_thread(s, "true")
+        t.join(30)
+    assert len(done) == 3 and finished[0] >= max(done), (done, finished)
+
+
+def test_a_step_holds_a_slot_and_an_idle_session_none(one_slot: LocalExecutor) -> None:
+    with Session(one_slot, limits=SMALL) as s:
+        assert one_slot.busy == 0
+        t, _ = _step_in_thread(s, "sleep 1")
+        deadline = time.monotonic() + 5
+        while one_slot.busy == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert one_slot.busy == 1
+        t.join(30)
+        assert one_slot.busy == 0
+        # The idle session takes nothing from a batch: both runs go through the one slot.
+        results = one_slot.run([RunJob("print(1)"), RunJob("print(2)")])
+        assert [r.verdict for r in results] == ["ok", "ok"], results
+        assert s.exec("echo still here").stdout == b"still here\n"
+
+
+def test_bad_priority_and_caller_are_refused(runner: Runner) -> None:
+    from assay.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="priority"):
+        Session(runner, priority=-1)
+    with pytest.raises(ValidationError, match="caller"):
+        Session(runner, caller="")
