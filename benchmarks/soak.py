@@ -12,17 +12,23 @@ What it runs, all real and all on loopback:
 * ``--clients`` threads sending programs through ``/v1/judge``: accepted, wrong, looping
   (time limit), memory-eating (memory limit) and crashing ones, each with a unique comment so
   the result cache cannot answer it.
-* Agent sessions opened and abandoned: not yet, ``assay.Session`` does not exist (issue 15).
-  The script refuses to run with sessions on until it does; pass ``--no-sessions``.
+* ``--session-clients`` threads living agent sessions through ``/v1/sessions``: each starts
+  a background process, runs a few steps (some past their timeout, some a memory bomb) and
+  is then closed or abandoned (reaped by the service at its idle TTL); see
+  ``soak_sessions.py``. After the load every session must have ended, and the host must hold
+  nothing of them: no session process, no extra process under the service, no run cgroup
+  with a process, no extra mount (measured against the same probes before the load).
 
 At the end the S3 server is up, the service is stopped (SIGTERM: in-flight work finishes, the
 spool is uploaded), and every record in the bucket is read back. The last line is one JSON
 object: ``jobs``, ``records_written`` (the service's own count of finished jobs, one record
 each), ``records_uploaded``, ``records_lost`` (written but not in the bucket; must be 0),
 ``duplicates`` (must be 0), ``alerts_fired`` and ``rss_growth_mib`` of the service process
-between the end of the warm-up and the end of the load.
+between the end of the warm-up and the end of the load; with sessions, ``sessions`` (what
+the clients did and the service counted) and ``leaked_processes``, ``leaked_cgroups``,
+``leaked_mounts`` (all must be 0).
 
-    .venv/bin/python benchmarks/soak.py --duration 120 --no-sessions
+    .venv/bin/python benchmarks/soak.py --duration 120
 """
 
 from __future__ import annotations
@@ -47,8 +53,7 @@ from typing import Any
 import httpx
 import yaml
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-import assay
+from soak_sessions import SessionLoad, host_state
 
 RULES = Path(__file__).resolve().parents[1] / "deploy" / "prometheus" / "assay-rules.yml"
 ADD = {
@@ -106,8 +111,9 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def scrape(base: str) -> dict[str, float]:
-    """The service's metrics, summed over labels, by sample name."""
+def scrape(base: str, by: str | None = None) -> dict[str, float]:
+    """The service's metrics, summed over labels, by sample name (and by the value of label
+    ``by`` as ``name:value`` where a sample has it)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     text = httpx.get(f"{base}/metrics", timeout=10).text
@@ -115,7 +121,21 @@ def scrape(base: str) -> dict[str, float]:
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             out[sample.name] += sample.value
+            if by is not None and by in sample.labels:
+                out[f"{sample.name}:{sample.labels[by]}"] += sample.value
     return out
+
+
+def warm_up(base: str, sessions: bool) -> None:
+    """One judged batch and one session, so pools are warm before the host is probed."""
+    with httpx.Client(base_url=base, timeout=120) as client:
+        subs = [{"code": code} for _, code in PROGRAMS[:2]]
+        client.post("/v1/judge", json={"problem": ADD, "submissions": subs}).raise_for_status()
+        if sessions:
+            sid = client.post("/v1/sessions", json={}).raise_for_status().json()["id"]
+            client.post(f"/v1/sessions/{sid}/exec", json={"command": "true"}).raise_for_status()
+            client.delete(f"/v1/sessions/{sid}").raise_for_status()
+    time.sleep(2.0)
 
 
 class S3:
@@ -232,6 +252,38 @@ def firing(prom: str) -> set[str]:
     return {a["labels"]["alertname"] for a in body["data"]["alerts"] if a["state"] == "firing"}
 
 
+def session_report(
+    load: SessionLoad,
+    metrics: dict[str, float],
+    before: dict[str, Any],
+    after: dict[str, Any],
+) -> dict[str, Any]:
+    """What the session clients did, what the service counted, and what is left on the host."""
+    ended = {
+        key.split(":", 1)[1]: int(v)
+        for key, v in metrics.items()
+        if key.startswith("assay_sessions_ended_total:") and v
+    }
+    return {
+        "sessions": {
+            **dict(load.counts),
+            "failures": len(load.failures),
+            "failure_samples": load.failures[:3],
+            "created_metric": int(metrics["assay_sessions_created_total"]),
+            "ended_metric": ended,
+            "steps_metric": int(metrics["assay_session_steps_total"]),
+            "open_at_end": int(metrics["assay_sessions_open"]),
+            "past_ttl_at_end": int(metrics["assay_sessions_past_ttl"]),
+            "host_before": before,
+            "host_after": after,
+        },
+        "leaked_processes": after["tagged_processes"] + after["other_processes"],
+        "leaked_cgroups": after["run_cgroups_with_run_processes"],
+        "leaked_mounts": max(0, after["service_mounts"] - before["service_mounts"])
+        + max(0, after["host_mounts"] - before["host_mounts"]),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--duration", type=float, default=120.0, help="seconds of load")
@@ -245,14 +297,11 @@ def main() -> None:
         "--sessions",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="also open and abandon agent sessions (needs assay.Session, issue 15)",
+        help="also open, step, close and abandon agent sessions",
     )
+    ap.add_argument("--session-clients", type=int, default=2, help="session client threads")
+    ap.add_argument("--idle-ttl", type=float, default=3.0, help="idle TTL of the sessions (s)")
     args = ap.parse_args()
-    if args.sessions and not hasattr(assay, "Session"):
-        raise SystemExit(
-            "soak: the session part of the load needs assay.Session, which does not exist yet "
-            "(issue 15, agent sessions). Run with --no-sessions to soak everything else."
-        )
     if not 0 <= args.s3_down < args.s3_up <= 1:
         raise SystemExit("soak: need 0 <= --s3-down < --s3-up <= 1")
 
@@ -282,6 +331,8 @@ def main() -> None:
     prom_proc: subprocess.Popen[bytes] | None = None
     try:
         wait_until(lambda: httpx.get(f"{base}/readyz", timeout=2).status_code == 200, "serve", 90)
+        warm_up(base, args.sessions)
+        host_before = host_state(serve.pid)
         prom = None
         if shutil.which("prometheus"):
             prom_proc, prom = start_prometheus(base, work, args.alert_scale)
@@ -289,6 +340,8 @@ def main() -> None:
             print("soak: prometheus not installed; alerts_fired will be null", file=sys.stderr)
         load = Load(base, args.clients)
         load.start()
+        sessions = SessionLoad(base, args.session_clients if args.sessions else 0, args.idle_ttl)
+        sessions.start()
         alerts: set[str] = set()
         rss_start = None
         s3_down_s = 0.0
@@ -314,18 +367,32 @@ def main() -> None:
                     s3_down_s = now - s3_down_s
                 if prom is not None:
                     alerts |= firing(prom)
-                state = f"jobs {load.jobs}  S3 {'down' if s3._server is None else 'up'}"
+                state = (
+                    f"jobs {load.jobs}  sessions {sessions.counts['opened']}  "
+                    f"S3 {'down' if s3._server is None else 'up'}"
+                )
                 progress.update(task, completed=now - started, state=state)
                 time.sleep(1.0)
         load.join()
+        sessions.join()
         rss_end = rss_mib(serve.pid)
+        # Every session ends: the closed ones already, the abandoned ones at their idle TTL.
+        wait_until(
+            lambda: (
+                (m := scrape(base))["assay_sessions_open"] == 0 and m["assay_sessions_ending"] == 0
+            ),
+            "every session has ended",
+            120,
+        )
+        time.sleep(1.0)
+        host_after = host_state(serve.pid)
         if s3._server is None:
             s3.start()
         # Let the uploader catch up (it may be backing off), then a graceful stop uploads the rest.
         wait_until(lambda: scrape(base).get("assay_records_spooled", 0) == 0, "spool drains", 180)
         if prom is not None:
             alerts |= firing(prom)
-        metrics = scrape(base)
+        metrics = scrape(base, by="reason")
         serve.terminate()
         serve.wait(120)
         if serve.returncode not in (0, -15):
@@ -353,8 +420,9 @@ def main() -> None:
             "spool_left": spool_left,
             "client_failures": len(load.failures),
             "verdicts": dict(load.verdicts),
-            "sessions": "not run: assay.Session does not exist yet (issue 15)",
         }
+        if args.sessions:
+            result.update(session_report(sessions, metrics, host_before, host_after))
         print(json.dumps(result))
     finally:
         if serve.poll() is None:

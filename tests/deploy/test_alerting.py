@@ -1,4 +1,5 @@
-"""A real Prometheus scrapes a real ``assay serve`` and fires an alert when the test breaks S3.
+"""A real Prometheus scrapes a real ``assay serve`` and fires an alert when the test breaks S3,
+and another when the test fills the service's session cap.
 
 The service records to moto's S3 server (see ``tests/s3_helpers.py``); the test stops that
 server, sends more work, and waits for ``AssayRecordsNotUploading`` to fire. Prometheus loads
@@ -64,7 +65,12 @@ def s3() -> Iterator[S3Server]:
 def service(s3: S3Server, tmp_path: Path) -> Iterator[str]:
     """``assay serve`` in its own process, recording to the S3 server; its base URL."""
     port = free_port()
-    env = {**os.environ, **s3.env(), "HOME": str(tmp_path / "home")}  # spool under tmp
+    env = {
+        **os.environ,
+        **s3.env(),
+        "HOME": str(tmp_path / "home"),  # spool under tmp
+        "ASSAY_SERVER_MAX_SESSIONS": "2",  # a cap the session test can fill
+    }
     url = f"s3://assay-{uuid.uuid4().hex[:12]}/records"
     log = (tmp_path / "serve.log").open("wb")
     argv = ["serve", "--port", str(port), "--workers", "2", "--records", url]
@@ -195,3 +201,42 @@ def test_prometheus_fires_records_not_uploading_when_s3_goes_down(
             f"{prometheus}/api/v1/query", params={"query": grafana_to_promql(expr)}, timeout=10
         ).json()
         assert body["status"] == "success", (expr, body)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # real servers on a shared, loaded machine
+def test_prometheus_fires_sessions_at_capacity_when_the_cap_is_full(
+    service: str, prometheus: str
+) -> None:
+    """The fault: agents hold every session the service allows (cap 2) and a third is
+    refused; the session series reach Prometheus and AssaySessionsAtCapacity fires."""
+    with httpx.Client(base_url=service, timeout=60) as client:
+        ids = []
+        for _ in range(2):
+            r = client.post("/v1/sessions", json={"limits": {"memory_mb": 64}})
+            assert r.status_code == 200, r.text
+            ids.append(r.json()["id"])
+        assert client.post(f"/v1/sessions/{ids[0]}/exec", json={"command": "true"}).is_success
+        refused = client.post("/v1/sessions", json={})
+        assert refused.status_code == 429 and "Retry-After" in refused.headers
+        wait_for(
+            lambda: alert_states(prometheus).get("AssaySessionsAtCapacity") == "firing",
+            "AssaySessionsAtCapacity fires",
+            120,
+        )
+        assert query(prometheus, "assay_sessions_open") == 2.0
+        assert query(prometheus, "assay_sessions_max") == 2.0
+        assert query(prometheus, "assay_sessions_rejected_total") == 1.0
+        assert query(prometheus, "assay_session_steps_total") == 1.0
+        assert query(prometheus, "assay_sessions_past_ttl") == 0.0
+        assert query(prometheus, "sum(assay_node_slots)") == 2.0  # --workers 2, one node
+        firing = {k for k, v in alert_states(prometheus).items() if v == "firing"}
+        assert firing == {"AssaySessionsAtCapacity"}, firing
+        for sid in ids:
+            assert client.delete(f"/v1/sessions/{sid}").status_code == 204
+    wait_for(
+        lambda: query(prometheus, 'assay_sessions_ended_total{reason="closed"}') == 2.0,
+        "Prometheus sees both sessions closed",
+        60,
+    )
+    assert query(prometheus, "assay_sessions_open") == 0.0

@@ -134,6 +134,12 @@ def test_dashboard_renders_a_run_in_headless_chromium(
     app = create_app(sandbox_executor, settings=Settings(max_time_s=10))
     with live(app) as srv, srv.client() as client:
         before = client.get("/dashboard/api/series").json()["totals"]["jobs"]
+        # An agent session stays open through the run: the sessions chart draws it.
+        created = client.post("/v1/sessions", json={"limits": {"memory_mb": 64}})
+        assert created.status_code == 200, created.text
+        session_id = created.json()["id"]
+        step = client.post(f"/v1/sessions/{session_id}/exec", json={"command": "echo hi"})
+        assert step.status_code == 200 and step.json()["stdout"] == "hi\n", step.text
         _run_mixed_load(client)
         wait_for(
             lambda: client.get("/dashboard/api/series").json()["totals"]["jobs"] >= before + 8,
@@ -144,7 +150,8 @@ def test_dashboard_renders_a_run_in_headless_chromium(
             browser.goto(f"{srv.url}/dashboard")
             rendered = """(() => {
                 const ids = ["chart-throughput", "chart-verdicts", "chart-latency",
-                             "chart-queue", "chart-errors", "chart-capacity"];
+                             "chart-queue", "chart-errors", "chart-capacity",
+                             "chart-sessions"];
                 const charts = ids.map((id) => document.getElementById(id));
                 if (charts.some((c) => !c || !c.data)) return null;
                 const points = (c) => c.data.reduce((n, t) =>
@@ -154,6 +161,8 @@ def test_dashboard_renders_a_run_in_headless_chromium(
                     throughput: points(charts[0]),
                     verdicts: charts[1].data.map((t) => t.name),
                     latency: points(charts[2]),
+                    sessions: charts[6].data.find((t) => t.name === "open").y
+                        .filter((v) => v === 1).length,
                     drawn: charts.map(svg),
                     callers: [...document.querySelectorAll("#callers tbody tr")]
                         .map((r) => r.cells[0].textContent),
@@ -163,7 +172,9 @@ def test_dashboard_renders_a_run_in_headless_chromium(
             def ready() -> Any:
                 browser.pump(0.5)
                 state = browser.evaluate(rendered)
-                return state if state and state["throughput"] > 0 and state["callers"] else None
+                if not (state and state["throughput"] > 0 and state["callers"]):
+                    return None
+                return state if state["sessions"] > 0 else None
 
             state = wait_for(ready, "the charts draw the run", timeout=120)
             assert {"accepted", "wrong_answer", "time_limit"} <= set(state["verdicts"]), state
@@ -202,3 +213,4 @@ def test_dashboard_renders_a_run_in_headless_chromium(
             assert browser.errors == [], browser.errors
             foreign = [u for u in browser.requests if not u.startswith((srv.url, "data:"))]
             assert foreign == [], "the page fetched from outside the service"
+        assert client.delete(f"/v1/sessions/{session_id}").status_code == 204

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from assay.telemetry import Metrics
+from assay.telemetry import Metrics, SessionStats
 from assay.telemetry.history import MetricsHistory, quantile
 
 
@@ -43,3 +43,28 @@ def test_series_turns_counters_into_rates_and_buckets_into_percentiles() -> None
     assert s["gauges"]["assay_queue_depth"] == [7.0]
     assert s["gauges"]["assay_queue_oldest_age_seconds"] == [12.5]
     assert s["totals"]["jobs"] == 8.0 and s["totals"]["sessions_available"] is False
+
+
+def test_series_has_the_sessions_of_a_bound_manager() -> None:
+    metrics = Metrics()
+    now = [1000.0]
+    history = MetricsHistory(metrics.registry, clock=lambda: now[0])
+    stats = {"steps": 0, "open": 0}
+
+    def probe() -> SessionStats:
+        return SessionStats(stats["open"], 1, 64, 0, 30.0, 0, 0, stats["steps"])
+
+    metrics.bind_sessions(probe)
+    history.sample()
+    stats.update(steps=10, open=5)
+    metrics.session_created()
+    metrics.session_rejected()
+    now[0] += 2.0
+    history.sample()
+    s = history.series()
+    assert s["totals"]["sessions_available"] is True
+    assert s["gauges"]["assay_sessions_open"] == [5.0]
+    assert s["gauges"]["assay_sessions_max"] == [64.0]
+    assert s["gauges"]["assay_sessions_oldest_age_seconds"] == [30.0]
+    assert s["session_steps"] == [5.0]  # 10 steps in 2 s
+    assert s["sessions_created"] == [0.5] and s["sessions_rejected"] == [0.5]

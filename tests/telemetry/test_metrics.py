@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from assay.telemetry import METRICS, Metrics, metric_names, metrics_markdown
+from assay.telemetry import (
+    METRICS,
+    Metrics,
+    NodeCapacity,
+    SessionStats,
+    metric_names,
+    metrics_markdown,
+    node_name,
+)
+from assay.telemetry.metrics import SESSION_END_REASONS
 
 
 def samples(metrics: Metrics) -> list[Sample]:
@@ -146,3 +156,86 @@ def test_readme_lists_every_metric_as_generated() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert metrics_markdown() in readme  # regenerate the README table from METRICS if not
+
+
+def test_session_gauges_come_from_the_bound_probe_and_events_count() -> None:
+    m = Metrics()
+    assert value(m, "assay_sessions_open") is None  # no manager: no sample, not a false 0
+    stats = SessionStats(
+        open=3,
+        busy=1,
+        max_sessions=8,
+        memory_limit_bytes=3 << 29,
+        oldest_age_s=42.5,
+        past_ttl=1,
+        ending=2,
+        steps=17,
+    )
+    m.bind_sessions(lambda: stats)
+    m.session_created()
+    m.session_rejected()
+    m.session_ended("idle_ttl", 30.0)
+    assert value(m, "assay_sessions_open") == 3
+    assert value(m, "assay_sessions_busy") == 1
+    assert value(m, "assay_sessions_max") == 8
+    assert value(m, "assay_sessions_memory_limit_bytes") == 3 << 29
+    assert value(m, "assay_sessions_oldest_age_seconds") == 42.5
+    assert value(m, "assay_sessions_past_ttl") == 1
+    assert value(m, "assay_sessions_ending") == 2
+    assert value(m, "assay_session_steps_total") == 17
+    assert value(m, "assay_sessions_created_total") == 1
+    assert value(m, "assay_sessions_rejected_total") == 1
+    assert value(m, "assay_sessions_ended_total", reason="idle_ttl") == 1
+    assert value(m, "assay_sessions_ended_total", reason="closed") == 0  # present from the start
+    assert value(m, "assay_session_lifetime_seconds_bucket", le="30.0") == 1
+    assert value(m, "assay_session_lifetime_seconds_bucket", le="10.0") == 0
+
+
+def test_session_end_reasons_match_the_session_layer() -> None:
+    from typing import get_args
+
+    from assay.sessions.types import EndReason
+
+    assert set(SESSION_END_REASONS) == set(get_args(EndReason))
+
+
+def test_node_capacity_has_one_series_per_node() -> None:
+    m = Metrics()
+    m.bind_workers(lambda: 3, 4, lambda: (1000, 256))  # the local pool: one node
+    local = node_name()
+    assert value(m, "assay_node_slots", node=local) == 4
+    assert value(m, "assay_node_slots_busy", node=local) == 3
+    assert value(m, "assay_node_memory_budget_bytes", node=local) == 1000 << 20
+    assert value(m, "assay_node_memory_reserved_bytes", node=local) == 256 << 20
+    assert value(m, "assay_node_up", node=local) == 1
+    m.bind_nodes(  # as a cluster executor does: one entry per node it feeds
+        lambda: [NodeCapacity("a", 16, 16, 1 << 34, 1 << 33), NodeCapacity("b", 16, 0, 0, 0, False)]
+    )
+    assert value(m, "assay_node_slots_busy", node="a") == 16
+    assert value(m, "assay_node_up", node="b") == 0
+    assert value(m, "assay_node_slots", node=local) is None
+
+
+def test_node_name_defaults_to_the_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    monkeypatch.delenv("ASSAY_NODE_NAME", raising=False)
+    assert node_name() == socket.gethostname()
+    monkeypatch.setenv("ASSAY_NODE_NAME", "gke-pool-1-abc")
+    assert node_name() == "gke-pool-1-abc"
+
+
+def test_failing_session_and_node_probes_lose_only_their_samples(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    m = Metrics()
+
+    def broken() -> Any:
+        raise RuntimeError("boom")
+
+    m.bind_sessions(broken)
+    m.bind_nodes(broken)
+    m.retry()
+    assert value(m, "assay_retries_total") == 1
+    assert value(m, "assay_sessions_open") is None
+    assert "sessions probe failed" in caplog.text and "nodes probe failed" in caplog.text

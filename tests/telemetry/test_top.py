@@ -43,3 +43,39 @@ def test_top_names_an_unreachable_service() -> None:
 def test_top_help_has_an_example() -> None:
     out = CliRunner().invoke(app, ["top", "--help"], env=ENV)
     assert out.exit_code == 0 and "Example: assay top http://127.0.0.1:8080" in out.output
+
+
+def test_top_shows_sessions_and_each_node() -> None:
+    from rich.console import Console
+
+    from assay.telemetry import Metrics, NodeCapacity, SessionStats
+    from assay.telemetry.history import snapshot
+    from assay.telemetry.top import render
+
+    m = Metrics()
+    steps = [0]
+    m.bind_sessions(lambda: SessionStats(12, 3, 256, 12 << 29, 95.0, 1, 0, steps[0]))
+    m.bind_nodes(
+        lambda: [
+            NodeCapacity("node-a", 16, 12, 32 << 30, 6 << 30),
+            NodeCapacity("node-b", 16, 0, 32 << 30, 0, up=False),
+        ]
+    )
+    prev = snapshot(m.registry.collect(), 100.0)
+    steps[0] = 40
+    m.session_rejected()
+    cur = snapshot(m.registry.collect(), 102.0)
+    console = Console(record=True, width=120, color_system=None)
+    console.print(render("http://x", prev, cur))
+    text = console.export_text()
+    assert "sessions open / cap" in text and "12 / 256" in text
+    assert "session steps" in text and "20.00/s" in text  # 40 steps in 2 s
+    assert "sessions refused" in text and "0.50/s" in text
+    assert "sessions past TTL" in text and "oldest session" in text and "95 s" in text
+    rows = {line.split()[1]: line for line in text.splitlines() if "node-" in line}
+    assert (
+        "up" in rows["node-a"]
+        and "12 / 16" in rows["node-a"]
+        and "6.0 / 32.0 GiB" in rows["node-a"]
+    )
+    assert "DOWN" in rows["node-b"]

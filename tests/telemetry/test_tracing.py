@@ -103,3 +103,51 @@ def test_otlp_endpoint_turns_tracing_on_from_the_environment(
         assert tracing.configure_from_env() is True and tracing.enabled()
     finally:
         tracing.configure_tracing(None)
+
+
+def test_call_and_script_tests_run_on_background_threads_nest_under_their_job(
+    runner,  # type: ignore[no-untyped-def]
+    exporter: InMemorySpanExporter,
+) -> None:
+    """The judge runs a call test's program, and a script test's program and harness, on its
+    background threads; their runs are still children of the job, with the test kind."""
+    calls = Problem(
+        "double",
+        [
+            TestCase(kind="call", options={"fn_name": "f", "args": [2]}, expected_value=4),
+            TestCase(kind="call", options={"fn_name": "f", "args": [5]}, expected_value=10),
+        ],
+        Limits(time_s=2, memory_mb=256),
+    )
+    script = Problem(
+        "double-check",
+        [TestCase(kind="script", code="assert f(3) == 6\n")],
+        Limits(time_s=2, memory_mb=256),
+    )
+    code = "def f(x):\n    return 2 * x\n"
+    with executor(runner) as ex:
+        results = ex.run([Submission(calls, code), Submission(script, code + "# 2\n")])
+    assert [r.verdict for r in results] == ["accepted", "accepted"]
+    spans = exporter.get_finished_spans()
+    jobs = {s.context.span_id: s for s in spans if s.name == "assay.job"}
+    runs = [s for s in spans if s.name == "assay.run"]
+    kinds = sorted(r.attributes["assay.test_kind"] for r in runs)
+    assert kinds == ["call", "harness", "script"]  # one run serves both call tests
+    for r in runs:
+        job = jobs[r.parent.span_id]
+        assert job.start_time <= r.start_time and r.end_time <= job.end_time
+        assert r.context.trace_id == job.context.trace_id
+    by_kind = {r.attributes["assay.test_kind"]: jobs[r.parent.span_id] for r in runs}
+    assert by_kind["call"].attributes["assay.job_id"] == results[0].job_id
+    assert by_kind["script"].attributes["assay.job_id"] == results[1].job_id
+
+
+def test_in_thread_is_the_function_itself_without_a_current_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    def fn() -> int:
+        return 1
+
+    assert tracing.in_thread("assay.run", fn) is fn  # no job span current in this thread
+    tracing.configure_tracing(None)
+    assert tracing.in_thread("assay.run", fn) is fn

@@ -103,8 +103,8 @@ class LocalExecutor(SlotCalls):
         )
         self.metrics = metrics or Metrics()
         self.metrics.bind_queue(self.queue.gauges)
-        self.metrics.bind_workers(lambda: self._busy, self.slots)
-        self._memory = Memory(memory_budget_mb or memory_budget())
+        self._memory = mem = Memory(memory_budget_mb or memory_budget())
+        self.metrics.bind_workers(lambda: self._busy, self.slots, lambda: (mem.budget, mem.used))
         self._lock = threading.Lock()
         self._inflight: dict[str, JobState] = {}
         self._busy = 0

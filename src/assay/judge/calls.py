@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..runner import Runner
+from ..telemetry import tracing
 from ..types import ExecResult, Limits
 from . import _background, _trusted, values
 from .types import TestCase, TestResult, Verdict
@@ -58,7 +59,8 @@ def call_values(
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
     req = _trusted.call_server(runner, code, limits, inside.detach(), stop_fd=stop_r)
-    worker = _background.start(lambda: runner.execute(req))
+    run = tracing.in_thread("assay.run", lambda: runner.execute(req), {"assay.test_kind": "call"})
+    worker = _background.start(run)
     replies: list[Reply] = []
     link = _Link(host, worker)
     first = 1 if keep_going is not None else len(requests)

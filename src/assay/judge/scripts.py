@@ -17,6 +17,7 @@ import socket
 import warnings
 
 from ..runner import Runner, RunRequest
+from ..telemetry import tracing
 from ..types import ExecResult, Limits
 from . import _background, _trusted
 from .types import TestCase, TestResult, Verdict
@@ -105,9 +106,10 @@ def run_scripts(
         limits=harness_limits,
         pass_fds=(test_end.detach(), report_w),
     )
+    script, judge = {"assay.test_kind": "script"}, {"assay.test_kind": "harness"}
     runs = [
-        _background.start(lambda: runner.execute(server)),
-        _background.start(lambda: runner.execute(harness)),
+        _background.start(tracing.in_thread("assay.run", lambda: runner.execute(server), script)),
+        _background.start(tracing.in_thread("assay.run", lambda: runner.execute(harness), judge)),
     ]
     with os.fdopen(report_r, "rb") as fh:
         lines = fh.read(1 << 20).splitlines()

@@ -14,7 +14,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -140,6 +140,8 @@ def create_app(
             ex.metrics.bind_compile_cache(ex.runner.compile_cache)
         svc = Service(ex, settings)
         app.state.service = svc
+        with suppress(ValidationError):  # made now: /metrics has session series from the start
+            sessions.manager(app, ex)  # (an executor without a sandbox hosts no sessions)
         app.state.dashboard = dash = Dashboard(ex)
         sampler = asyncio.create_task(dash.run())
         try:

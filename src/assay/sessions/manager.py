@@ -5,20 +5,42 @@ worker: an idle session costs memory, not a worker; its steps run on the caller'
 The cap on open sessions and on the sum of their memory limits is what keeps a burst of
 sessions from taking the machine from batch judging; beyond it ``create`` raises
 :class:`TooManySessions` (the server's 429).
+
+A manager on a ``LocalExecutor`` (or given ``metrics``) exports its sessions to the
+executor's Prometheus metrics: open, busy and oldest sessions, those past their TTL, creates,
+refusals, ends by reason and lifetimes (:meth:`SessionManager.stats`).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+import time
 from typing import Any
 
 from ..errors import Overloaded, ValidationError
+from ..telemetry import Metrics, SessionStats
 from .session import Session, executor_of
 from .types import SessionEnded, SessionLimits
 
+log = logging.getLogger("assay.sessions")
+
 #: Ended sessions remembered (id -> reason), so a late call learns why its session ended.
 REMEMBER_ENDED = 10_000
+#: Seconds a session's sandbox may outlive the moment it should have ended (its TTL, its
+#: idle TTL, its close) before it counts as past its TTL: the reaper looks every 0.2 s and a
+#: teardown takes milliseconds, and the sandbox's own wall limit ends a run 5 s past its TTL.
+LEAK_GRACE_S = 2.0
+
+
+def overdue(session: Session, now: float) -> bool:
+    """Whether an open ``session`` should have been ended over :data:`LEAK_GRACE_S` ago
+    (computed apart from the reaper's own test, so a broken reaper shows)."""
+    late = now - LEAK_GRACE_S
+    if late - session.created >= session.ttl_s:
+        return True
+    return not session.busy and late - session.last_used >= session.idle_ttl_s
 
 
 class TooManySessions(Overloaded):
@@ -49,6 +71,7 @@ class SessionManager:
         source: object,
         max_sessions: int = 512,
         memory_budget_mb: int | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
@@ -61,6 +84,14 @@ class SessionManager:
         self._reserved = 0
         self._reserved_mb = 0
         self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+        # Ended sessions whose sandbox run is still being torn down (-> when they ended).
+        self._ending: dict[Session, float] = {}
+        self._ended_steps = 0
+        self._ended_counts: collections.Counter[str] = collections.Counter()
+        found = metrics if metrics is not None else getattr(source, "metrics", None)
+        self.metrics = found if isinstance(found, Metrics) else None
+        if self.metrics is not None:
+            self.metrics.bind_sessions(self.stats)
 
     def _memory_mb(self) -> int:
         return sum(s.limits.memory_mb for s in self._open.values()) + self._reserved_mb
@@ -68,12 +99,17 @@ class SessionManager:
     def _reserve(self, limits: SessionLimits) -> None:
         with self._lock:
             used = len(self._open) + self._reserved
+            full = None
             if used >= self.max_sessions:
-                raise TooManySessions("sessions", used, self.max_sessions)
-            if self.memory_budget_mb is not None:
+                full = TooManySessions("sessions", used, self.max_sessions)
+            elif self.memory_budget_mb is not None:
                 mem = self._memory_mb()
                 if mem + limits.memory_mb > self.memory_budget_mb:
-                    raise TooManySessions("memory MiB", mem, self.memory_budget_mb)
+                    full = TooManySessions("memory MiB", mem, self.memory_budget_mb)
+            if full is not None:
+                if self.metrics is not None:
+                    self.metrics.session_rejected()
+                raise full
             self._reserved += 1
             self._reserved_mb += limits.memory_mb
 
@@ -84,16 +120,76 @@ class SessionManager:
             if session is not None and not session.ended:
                 self._open[session.id] = session
         if session is not None:
+            if self.metrics is not None:
+                self.metrics.session_created()
+            log.info(
+                "session created",
+                extra={
+                    "event": "session_created",
+                    "session_id": session.id,
+                    "ttl_s": session.ttl_s,
+                    "idle_ttl_s": session.idle_ttl_s,
+                    "memory_mb": session.limits.memory_mb,
+                },
+            )
             session.on_end(self._forget)
             if session.ended:
                 self._forget(session)
 
     def _forget(self, session: Session) -> None:
+        now = time.monotonic()
+        reason = session.end_reason or "closed"
         with self._lock:
             self._open.pop(session.id, None)
-            self._ended[session.id] = (session.end_reason or "closed", session.end_detail)
+            self._ended[session.id] = (reason, session.end_detail)
             while len(self._ended) > REMEMBER_ENDED:
                 self._ended.popitem(last=False)
+            for gone in [s for s in self._ending if s.result is not None]:
+                del self._ending[gone]
+            if session.result is None:  # its sandbox run is still being torn down
+                self._ending[session] = now
+            self._ended_steps += session.steps
+            self._ended_counts[reason] += 1
+        if self.metrics is not None:
+            self.metrics.session_ended(reason, now - session.created)
+        # The detail is the service's own words (a sandbox_error's message, a broken
+        # channel), never a step's output: steps' streams go to their callers only.
+        log.log(
+            logging.WARNING if reason == "crashed" else logging.INFO,
+            "session ended",
+            extra={
+                "event": "session_ended",
+                "session_id": session.id,
+                "reason": reason,
+                "detail": session.end_detail[:300],
+                "lifetime_s": round(now - session.created, 3),
+                "steps": session.steps,
+            },
+        )
+
+    def stats(self) -> SessionStats:
+        """Open, busy and oldest sessions, those past their TTL and those being torn down
+        (what ``/metrics`` exports; see :data:`LEAK_GRACE_S`)."""
+        now = time.monotonic()
+        with self._lock:
+            sessions = list(self._open.values())
+            for gone in [s for s in self._ending if s.result is not None]:
+                del self._ending[gone]
+            ending = list(self._ending.values())
+            steps = self._ended_steps
+            ended = dict(self._ended_counts)
+        return SessionStats(
+            open=len(sessions),
+            busy=sum(1 for s in sessions if s.busy),
+            max_sessions=self.max_sessions,
+            memory_limit_bytes=sum(s.limits.memory_mb for s in sessions) << 20,
+            oldest_age_s=max((now - s.created for s in sessions), default=0.0),
+            past_ttl=sum(1 for s in sessions if overdue(s, now))
+            + sum(1 for t in ending if now - t >= LEAK_GRACE_S),
+            ending=len(ending),
+            steps=steps + sum(s.steps for s in sessions),
+            ended=ended,
+        )
 
     def create(self, **kwargs: Any) -> Session:
         """A new session (``Session``'s keyword arguments)."""

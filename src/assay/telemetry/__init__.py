@@ -6,6 +6,7 @@ and carry no per-job labels. The ``assay records`` commands live in :mod:`assay.
 (not imported here, so library users do not pay for the CLI).
 """
 
+from ._capacity import NodeCapacity, SessionStats, node_name
 from ._remote import SpoolStats
 from .compact import compact, query
 from .metrics import METRICS, Metrics, MetricSpec, metric_names, metrics_markdown
@@ -34,16 +35,19 @@ __all__ = [
     "MemoryWriter",
     "MetricSpec",
     "Metrics",
+    "NodeCapacity",
     "NullWriter",
     "Record",
     "RecordLimits",
     "RecordTest",
     "RecordWriter",
+    "SessionStats",
     "SpoolStats",
     "compact",
     "iter_records",
     "metric_names",
     "metrics_markdown",
+    "node_name",
     "open_writer",
     "query",
     "to_table",

@@ -18,6 +18,8 @@ _QUEUE_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 _RUN_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 #: Seconds to get a sandbox: a warm fork takes 1-2 ms, a cold start tens of milliseconds.
 _START_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1)
+#: Seconds an agent session lives: a one-shot notebook to a four-hour episode (the TTL cap).
+_LIFETIME_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,82 @@ METRICS: tuple[MetricSpec, ...] = (
         "assay_records_upload_errors_total",
         "counter",
         "Failed uploads of spooled records (retried with back-off; nothing is dropped).",
+    ),
+    # Agent sessions (a SessionManager on the executor; read at scrape time unless a counter).
+    MetricSpec("assay_sessions_open", "gauge", "Agent sessions open now (read at scrape time)."),
+    MetricSpec("assay_sessions_busy", "gauge", "Open sessions running a step or a call right now."),
+    MetricSpec(
+        "assay_sessions_max",
+        "gauge",
+        "The cap on open sessions (ASSAY_SERVER_MAX_SESSIONS); creates beyond it get 429.",
+    ),
+    MetricSpec(
+        "assay_sessions_memory_limit_bytes",
+        "gauge",
+        "Sum of the memory limits of the open sessions (what they may hold at most).",
+    ),
+    MetricSpec(
+        "assay_sessions_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest open session, 0 when none is open.",
+    ),
+    MetricSpec(
+        "assay_sessions_past_ttl",
+        "gauge",
+        "Sessions whose sandbox is still alive over 2 s after it should have ended: open past "
+        "their TTL or idle TTL (the reaper missed them), or ended but not yet torn down. "
+        "Anything above 0 for minutes is a leak.",
+    ),
+    MetricSpec(
+        "assay_sessions_ending",
+        "gauge",
+        "Sessions ended (closed, reaped, crashed) whose sandbox teardown has not finished.",
+    ),
+    MetricSpec("assay_sessions_created_total", "counter", "Sessions created (forks included)."),
+    MetricSpec(
+        "assay_sessions_rejected_total",
+        "counter",
+        "Session creates refused because the session cap or memory budget was full (429).",
+    ),
+    MetricSpec(
+        "assay_sessions_ended_total",
+        "counter",
+        "Sessions ended, by reason: closed (by its owner), ttl, idle_ttl (reaped), cpu_limit, "
+        "memory_limit, crashed (its sandbox died under it).",
+        ("reason",),
+    ),
+    MetricSpec(
+        "assay_session_lifetime_seconds",
+        "histogram",
+        "Time from a session's creation to its end.",
+        buckets=_LIFETIME_BUCKETS,
+    ),
+    MetricSpec(
+        "assay_session_steps_total",
+        "counter",
+        "Shell steps (exec) answered in sessions (read at scrape time).",
+    ),
+    # Capacity per node: one series per node of the executor (the local executor is one node,
+    # named by ASSAY_NODE_NAME or the host name); a cluster executor exports one per node.
+    MetricSpec(
+        "assay_node_up",
+        "gauge",
+        "1 while the node takes work, 0 when its agent is lost (cluster executor).",
+        ("node",),
+    ),
+    MetricSpec("assay_node_slots", "gauge", "Sandbox slots (workers) the node offers.", ("node",)),
+    MetricSpec("assay_node_slots_busy", "gauge", "Slots of the node running a job now.", ("node",)),
+    MetricSpec(
+        "assay_node_memory_budget_bytes",
+        "gauge",
+        "Memory the node's jobs may hold at once (the sum of their memory limits).",
+        ("node",),
+    ),
+    MetricSpec(
+        "assay_node_memory_reserved_bytes",
+        "gauge",
+        "Memory limits of the jobs running on the node now, counted against its budget.",
+        ("node",),
     ),
 )
 SPECS = {spec.name: spec for spec in METRICS}

@@ -38,6 +38,7 @@ class Snapshot:
     counters: dict[str, float] = field(default_factory=dict)
     run_buckets: list[tuple[float, float]] = field(default_factory=list)
     wait_buckets: list[tuple[float, float]] = field(default_factory=list)
+    nodes: dict[str, dict[str, float]] = field(default_factory=dict)  # node -> gauge -> value
 
 
 _GAUGES = (
@@ -47,12 +48,19 @@ _GAUGES = (
     "assay_workers",
     "assay_records_spooled",
     "assay_sessions_open",
+    "assay_sessions_busy",
+    "assay_sessions_max",
+    "assay_sessions_oldest_age_seconds",
+    "assay_sessions_past_ttl",
 )
 _COUNTERS = (
     "assay_sandbox_errors_total",
     "assay_jobs_rejected_total",
     "assay_records_uploaded_total",
     "assay_records_upload_errors_total",
+    "assay_session_steps_total",
+    "assay_sessions_created_total",
+    "assay_sessions_rejected_total",
 )
 
 
@@ -71,6 +79,8 @@ def snapshot(families: Iterable[Metric], now: float | None = None) -> Snapshot:
                 snap.gauges[s.name] = snap.gauges.get(s.name, 0.0) + s.value
             elif s.name in _COUNTERS:
                 snap.counters[s.name] = snap.counters.get(s.name, 0.0) + s.value
+            elif s.name.startswith("assay_node_") and "node" in s.labels:
+                snap.nodes.setdefault(s.labels["node"], {})[s.name] = s.value
             elif s.name == "assay_job_run_seconds_bucket":
                 run[float(s.labels["le"])] += s.value
             elif s.name == "assay_queue_wait_seconds_bucket":
@@ -133,7 +143,8 @@ class MetricsHistory:
     def series(self) -> dict[str, Any]:
         """Per-interval values for the charts, one entry per sample after the first.
 
-        ``throughput`` and ``verdicts`` are jobs per second; ``latency`` holds p50/p95/p99 of
+        ``throughput`` and ``verdicts`` are jobs per second, ``session_steps``,
+        ``sessions_created`` and ``sessions_rejected`` events per second; ``latency`` holds p50/p95/p99 of
         job run time and p95 of queue wait over the last :data:`PERCENTILE_WINDOW` intervals;
         gauges are as sampled.
         """
@@ -148,6 +159,9 @@ class MetricsHistory:
             "latency": {"p50": [], "p95": [], "p99": [], "queue_wait_p95": []},
             "gauges": {g: [] for g in _GAUGES},
             "records_uploaded": [],
+            "session_steps": [],
+            "sessions_created": [],
+            "sessions_rejected": [],
         }
         for i in range(1, len(snaps)):
             prev, cur = snaps[i - 1], snaps[i]
@@ -162,6 +176,9 @@ class MetricsHistory:
                 ("sandbox_errors", "assay_sandbox_errors_total"),
                 ("rejected", "assay_jobs_rejected_total"),
                 ("records_uploaded", "assay_records_uploaded_total"),
+                ("session_steps", "assay_session_steps_total"),
+                ("sessions_created", "assay_sessions_created_total"),
+                ("sessions_rejected", "assay_sessions_rejected_total"),
             ):
                 d = cur.counters.get(name, 0.0) - prev.counters.get(name, 0.0)
                 out[key].append(max(0.0, d) / dt)

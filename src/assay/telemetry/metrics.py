@@ -21,13 +21,29 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ._capacity import (
+    NodeCapacity,
+    NodeGauges,
+    NodeProbe,
+    SessionGauges,
+    SessionProbe,
+    node_name,
+)
 from ._remote import SpoolStats
 from ._specs import METRICS, SPECS, MetricSpec
 
 if TYPE_CHECKING:  # the executor imports telemetry, never the other way at run time
     from ..executor.types import Execution
 
-__all__ = ["METRICS", "MetricSpec", "Metrics", "metric_names", "metrics_markdown"]
+__all__ = [
+    "METRICS",
+    "SESSION_END_REASONS",
+    "MetricSpec",
+    "Metrics",
+    "NodeCapacity",
+    "metric_names",
+    "metrics_markdown",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +64,7 @@ def metrics_markdown() -> str:
 
 QueueProbe = Callable[[], tuple[int, float]]
 BusyProbe = Callable[[], int]
+MemoryProbe = Callable[[], tuple[int, int]]
 
 
 class _ScrapeGauges(Collector):
@@ -153,6 +170,9 @@ class _CompileCacheCounters(Collector):
         return [hits, misses]
 
 
+#: Why a session ends (``assay.sessions.types.EndReason``; a test keeps the two equal).
+SESSION_END_REASONS = ("closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed")
+
 #: The security events :func:`security_events` can tell from a result.
 SECURITY_KINDS = ("seccomp_kill", "output_flood", "leftover_processes")
 
@@ -227,6 +247,16 @@ class Metrics:
             self._security.labels(kind=kind)
         self._compile_cache = _CompileCacheCounters()
         self.registry.register(self._compile_cache)
+        self._sessions = SessionGauges()
+        self.registry.register(self._sessions)
+        self._sessions_created = self._counter("assay_sessions_created_total")
+        self._sessions_rejected = self._counter("assay_sessions_rejected_total")
+        self._sessions_ended = self._counter("assay_sessions_ended_total")
+        for reason in SESSION_END_REASONS:
+            self._sessions_ended.labels(reason=reason)
+        self._session_lifetime = self._histogram("assay_session_lifetime_seconds")
+        self._nodes = NodeGauges()
+        self.registry.register(self._nodes)
 
     def _counter(self, name: str) -> Counter:
         spec = SPECS[name]
@@ -278,10 +308,24 @@ class Metrics:
         """Read ``(depth, oldest age in seconds)`` from ``fn`` at every scrape."""
         self._gauges.queue = fn
 
-    def bind_workers(self, busy_fn: BusyProbe, total: int) -> None:
-        """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``."""
+    def bind_workers(
+        self, busy_fn: BusyProbe, total: int, memory_mb: MemoryProbe | None = None
+    ) -> None:
+        """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``.
+
+        The pool is also this machine's one node of the ``assay_node_*`` gauges (named by
+        :func:`node_name`), with ``memory_mb()`` as its ``(budget, reserved)`` MiB; a cluster
+        executor binds its nodes with :meth:`bind_nodes` instead.
+        """
         self._gauges.busy = busy_fn
         self._gauges.total = total
+        node = node_name()
+
+        def local() -> list[NodeCapacity]:
+            budget, used = memory_mb() if memory_mb is not None else (0, 0)
+            return [NodeCapacity(node, total, busy_fn(), budget << 20, used << 20)]
+
+        self._nodes.probe = local
 
     def observe_execution(
         self, language: str, ex: Execution, seconds: float, acquire_s: float | None = None
@@ -309,6 +353,28 @@ class Metrics:
         writer = getattr(writer, "inner", writer)  # a TeeWriter feeding the dashboard
         stats = getattr(writer, "stats", None)
         self._records.stats = stats if callable(stats) else None
+
+    def bind_sessions(self, probe: SessionProbe) -> None:
+        """Read the session gauges from ``probe`` at every scrape (a session manager binds
+        itself; the last one bound is exported)."""
+        self._sessions.probe = probe
+
+    def session_created(self) -> None:
+        self._sessions_created.inc()
+
+    def session_rejected(self) -> None:
+        """A create was refused: the session cap or memory budget was full."""
+        self._sessions_rejected.inc()
+
+    def session_ended(self, reason: str, lifetime_s: float) -> None:
+        """A session ended for ``reason`` after ``lifetime_s`` seconds."""
+        self._sessions_ended.labels(reason=reason).inc()
+        self._session_lifetime.observe(max(0.0, lifetime_s))
+
+    def bind_nodes(self, probe: NodeProbe) -> None:
+        """Read each node's capacity from ``probe`` at every scrape (one
+        :class:`NodeCapacity` per node: the local executor's one, a cluster's many)."""
+        self._nodes.probe = probe
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (what ``/metrics`` serves)."""

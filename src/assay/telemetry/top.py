@@ -73,13 +73,20 @@ def render(url: str, prev: Snapshot, cur: Snapshot) -> Group:
         rows.append(("records spooled", _fmt(g["assay_records_spooled"], "", 9)))
         rows.append(("record upload errors", f"{rate('assay_records_upload_errors_total'):.2f}/s"))
     if "assay_sessions_open" in g:
-        rows.append(("sessions open", _fmt(g["assay_sessions_open"], "", 6)))
+        open_, cap = g["assay_sessions_open"], g.get("assay_sessions_max")
+        rows += [
+            ("sessions open / cap", f"{_fmt(open_, '', 6)} / {_fmt(cap, '', 6)}"),
+            ("sessions busy", _fmt(g.get("assay_sessions_busy"), "", 6)),
+            ("oldest session", _fmt(g.get("assay_sessions_oldest_age_seconds"), " s")),
+            ("session steps", f"{rate('assay_session_steps_total'):.2f}/s"),
+            ("sessions refused", f"{rate('assay_sessions_rejected_total'):.2f}/s"),
+            ("sessions past TTL", _fmt(g.get("assay_sessions_past_ttl"), "", 6)),
+        ]
     for name, value in rows:
-        style = (
-            "red"
-            if name.startswith(("sandbox", "rejected")) and not value.startswith("0.00")
-            else ""
-        )
+        alarming = name.startswith(("sandbox", "rejected", "sessions refused"))
+        style = "red" if alarming and not value.startswith("0.00") else ""
+        if name == "sessions past TTL" and value not in ("0", "-"):
+            style = "red"
         overview.add_row(name, Text(value, style=style))
     mix = Table(title="verdict mix", title_justify="left")
     mix.add_column("verdict")
@@ -90,7 +97,28 @@ def render(url: str, prev: Snapshot, cur: Snapshot) -> Group:
     for verdict, count in sorted(cur.completed.items(), key=lambda kv: -kv[1]):
         recent = count - prev.completed.get(verdict, 0.0)
         mix.add_row(verdict, f"{recent / dt:.2f}/s", f"{count:.0f}", f"{count / total:.1%}")
-    return Group(head, overview, mix)
+    parts = [head, overview, mix]
+    if cur.nodes:
+        parts.append(_nodes(cur))
+    return Group(*parts)
+
+
+def _nodes(cur: Snapshot) -> Table:
+    """Capacity per node (one row locally; one per node on a cluster executor)."""
+    table = Table(title="nodes", title_justify="left")
+    for col in ("node", "up", "slots busy", "memory reserved"):
+        table.add_column(col, justify="left" if col == "node" else "right")
+    for node, g in sorted(cur.nodes.items()):
+        up = g.get("assay_node_up", 0.0) > 0
+        budget = g.get("assay_node_memory_budget_bytes", 0.0)
+        used = g.get("assay_node_memory_reserved_bytes", 0.0)
+        table.add_row(
+            node,
+            Text("up" if up else "DOWN", style="" if up else "red"),
+            f"{_fmt(g.get('assay_node_slots_busy'), '', 6)} / {_fmt(g.get('assay_node_slots'), '', 6)}",
+            f"{used / 2**30:.1f} / {budget / 2**30:.1f} GiB",
+        )
+    return table
 
 
 def top_command(
@@ -102,7 +130,7 @@ def top_command(
         bool, typer.Option("--once", help="Print one frame (two scrapes) and exit.")
     ] = False,
 ) -> None:
-    """Live view of a running service: throughput, queue, verdict mix, errors.
+    """Live view of a running service: throughput, queue, verdict mix, errors, sessions, nodes.
 
     Reads the service's /metrics (sends $ASSAY_API_TOKEN as a bearer token if set). Quit with
     Ctrl-C.

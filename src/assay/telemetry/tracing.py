@@ -13,9 +13,11 @@ The span tree, so one slow job can be found from the trainer's side:
 * ``assay.job`` (``assay.job_id``, ``assay.language``, ``assay.attempt``,
   ``assay.queue_wait_s``, ``assay.verdict``): one attempt on a worker, child of its batch, with
   an ``assay.queue_wait`` child covering the time it waited in the queue;
-* ``assay.compile`` and ``assay.run``: the runner's build and each sandboxed run made in the
-  job's thread (stdio tests, plain runs), children of the job. Runs made on the judge's
-  background threads (call tests) have no job span in their context and are not traced.
+* ``assay.compile`` and ``assay.run``: the runner's build and each sandboxed run, children of
+  the job: runs made in the job's thread (stdio tests, plain runs) and runs the judge starts
+  on its background threads (call tests: ``assay.test_kind`` ``call``; script and pytest
+  tests: ``script`` for the submission's run and ``harness`` for the test runner's), which
+  :func:`in_thread` hands the job's span to.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 __all__ = [
     "JobSpan",
@@ -33,6 +37,7 @@ __all__ = [
     "configure_tracing",
     "enabled",
     "end_job",
+    "in_thread",
     "span",
     "start_batch",
     "start_job",
@@ -197,3 +202,28 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any
         return
     with tracer.start_as_current_span(name, attributes=dict(attributes or {})) as current:
         yield current
+
+
+def in_thread(
+    name: str, fn: Callable[[], T], attributes: Mapping[str, Any] | None = None
+) -> Callable[[], T]:
+    """``fn`` to be called on another thread inside a ``name`` span whose parent is the span
+    current here (the job's): a thread does not inherit this one's context, so without it a
+    run made there would be untraced or an orphan. ``fn`` itself when tracing is off or no
+    span is current (nothing to attach to; costs nothing)."""
+    tracer = _state["tracer"]
+    if tracer is None:
+        return fn
+    from opentelemetry import trace
+
+    parent = trace.get_current_span()
+    if not parent.get_span_context().is_valid:
+        return fn
+    ctx = trace.set_span_in_context(parent)
+    attrs = dict(attributes or {})
+
+    def traced() -> T:
+        with tracer.start_as_current_span(name, context=ctx, attributes=attrs):
+            return fn()
+
+    return traced

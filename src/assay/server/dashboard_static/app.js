@@ -51,20 +51,25 @@ function drawCharts(s) {
     line(x, s.sandbox_errors, "sandbox errors/s", { line: { color: "#000" } }),
     line(x, s.rejected, "rejected/s (queue full)", { line: { color: "#d62728" } }),
   ], "Sandbox errors and rejections");
-  const capacity = [
+  draw("chart-capacity", [
     line(x, s.gauges.assay_workers_busy, "workers busy"),
     line(x, s.gauges.assay_workers, "workers", { line: { dash: "dot" } }),
     line(x, s.gauges.assay_records_spooled, "records spooled", { yaxis: "y2" }),
-  ];
-  let title = "Workers, records spooled";
-  if (s.totals.sessions_available) {
-    capacity.push(line(x, s.gauges.assay_sessions_open, "open sessions"));
-    title = "Workers, open sessions, records spooled";
-  } else {
-    title += " (no sessions metric: sessions not enabled)";
-  }
-  draw("chart-capacity", capacity, title,
-       { yaxis2: { overlaying: "y", side: "right", rangemode: "tozero" } });
+  ], "Workers (left), records spooled (right)",
+  { yaxis2: { overlaying: "y", side: "right", rangemode: "tozero" } });
+  const g = s.gauges;
+  draw("chart-sessions", s.totals.sessions_available ? [
+    line(x, g.assay_sessions_open, "open", { fill: "tozeroy" }),
+    line(x, g.assay_sessions_busy, "busy"),
+    line(x, g.assay_sessions_past_ttl, "past TTL", { line: { color: "#d62728" } }),
+    line(x, s.session_steps, "steps/s", { line: { dash: "dash" } }),
+    line(x, g.assay_sessions_oldest_age_seconds, "oldest age (s)",
+         { yaxis: "y2", line: { dash: "dot" } }),
+  ] : [], s.totals.sessions_available
+    ? `Agent sessions (cap ${g.assay_sessions_max[g.assay_sessions_max.length - 1]}; `
+      + "oldest age in s on the right)"
+    : "Agent sessions (this executor hosts none)",
+  { yaxis2: { overlaying: "y", side: "right", rangemode: "tozero" } });
   const total = s.totals.jobs;
   const accepted = s.totals.verdicts.accepted || 0;
   const share = total > 0 ? (100 * accepted / total).toFixed(1) + " %" : "-";
