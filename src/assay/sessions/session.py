@@ -139,6 +139,9 @@ class Session:
         self.result: ExecResult | None = None
         self._on_end: list[Callable[[Session], None]] = []
         self._call_lock = threading.Lock()
+        # Steps of one session wait for each other here, on their callers' threads: a step
+        # queued behind its own session's step would hold an executor slot doing nothing.
+        self._step_lock = threading.Lock()
         self._state = threading.Lock()
         user_files = _files(files)
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -333,13 +336,14 @@ class Session:
 
         if self._slot_call is None:
             return run()
-        out: tuple[dict[str, Any], bytes] = self._slot_call(
-            run,
-            priority=self.priority,
-            caller=self.caller,
-            estimate_s=self._step_s,
-            memory_mb=self.limits.memory_mb,
-        )
+        with self._step_lock:
+            out: tuple[dict[str, Any], bytes] = self._slot_call(
+                run,
+                priority=self.priority,
+                caller=self.caller,
+                estimate_s=self._step_s,
+                memory_mb=self.limits.memory_mb,
+            )
         return out
 
     def exec(
