@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..errors import SandboxError, ValidationError
@@ -26,6 +26,10 @@ from ..sandbox import RunRequest, Sandbox
 from ..types import ExecResult, Limits
 from ._channel import Channel, ChannelBroken
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+
+if TYPE_CHECKING:
+    from ..tasks import AgentTask
+    from .verify import EpisodeRewards, VerifyResult
 
 AGENT = ".assay_agent.py"
 KERNEL = ".assay_kernel.py"
@@ -381,7 +385,7 @@ class Session:
         """A new session with a copy of this one's workspace (files only: running processes,
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
         data = self.download_tar()
-        return Session(
+        child = Session(
             self.source,
             limits=self.limits,
             ttl_s=self.ttl_s,
@@ -389,6 +393,29 @@ class Session:
             tar=data,
             session_id=session_id,
         )
+        from .verify import inherit  # a fork verifies against its parent's task and history
+
+        inherit(self, child)
+        return child
+
+    @classmethod
+    def for_task(cls, source: object, task: AgentTask, **kwargs: Any) -> Session:
+        """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
+        from .verify import start
+
+        return start(source, task, **kwargs)
+
+    def verify(self, diagnosis: object = None) -> VerifyResult:
+        """Run the task's hidden tests on a snapshot of the workspace (a ``VerifyResult``)."""
+        from .verify import verify
+
+        return verify(self, diagnosis)
+
+    def episode_rewards(self) -> EpisodeRewards:
+        """The final reward and the step rewards of the verifications so far."""
+        from .verify import episode
+
+        return episode(self)
 
 
 def _opt_int(value: object) -> int | None:

@@ -1,0 +1,239 @@
+"""Runs a task's hidden tests inside a verification sandbox (never inside the session).
+
+Stdlib only; runs in the fork server's interpreter (site already processed at its start, so a
+``.pth``, ``sitecustomize.py`` or ``usercustomize.py`` in the workspace is never loaded).
+Reads its spec (argv[1]) and a per-run secret (stdin), then reports one line per test on fd 3,
+each prefixed with the secret: a test without a ``passed`` line did not pass. Nothing of the
+workspace is imported before pytest (when used) is; afterwards an import finder refuses to
+load any standard library, pytest or pluggy module from the workspace.
+"""
+
+import ast
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+_write = os.write
+_REPORT_FD = 3
+_SECRET = sys.stdin.buffer.read(64).strip()
+sys.stdin = open(os.devnull)
+_GUARDED = set(sys.stdlib_module_names) | {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "packaging",
+    "py",
+    "exceptiongroup",
+    "tomli",
+    "sitecustomize",
+    "usercustomize",
+}
+
+
+def report(msg: dict[str, Any]) -> None:
+    line = _SECRET + b" " + json.dumps(msg).encode() + b"\n"
+    _write(_REPORT_FD, line)
+
+
+class Guard:
+    """Module names the workspace may not shadow (its ``json.py`` or ``pytest/``)."""
+
+    def __init__(self, base: list[str]) -> None:
+        import importlib.machinery
+
+        self.base = base
+        self.finder = importlib.machinery.PathFinder
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        if path is not None or name.partition(".")[0] not in _GUARDED:
+            return None
+        spec = self.finder.find_spec(name, self.base)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+
+def _snapshot(modules: list[str]) -> dict[tuple[str, ...], int]:
+    """Identity of every function and class attribute of ``modules`` (and of builtins):
+    what a workspace that patches the test runner or builtins changes."""
+    import builtins
+
+    seen: dict[tuple[str, ...], int] = {
+        ("builtins", k): id(v) for k, v in vars(builtins).items() if callable(v)
+    }
+    for name in modules:
+        mod = sys.modules.get(name)
+        if mod is None:
+            continue
+        for key, value in list(vars(mod).items()):
+            if not callable(value):
+                continue
+            seen[(name, key)] = id(value)
+            if isinstance(value, type) and getattr(value, "__module__", "") == name:
+                for attr, member in list(vars(value).items()):
+                    if callable(member):
+                        seen[(name, key, attr)] = id(member)
+    return seen
+
+
+def _changed(before: dict[tuple[str, ...], int], modules: list[str]) -> list[str]:
+    after = _snapshot(modules)
+    return sorted(".".join(k) for k, v in before.items() if after.get(k) != v)[:5]
+
+
+def _prepare(root: str, base: list[str]) -> None:
+    sys.path[:] = [root, *base]
+    sys.meta_path.insert(0, Guard(base))
+    os.chdir(root)
+    for key in [k for k in os.environ if k.startswith(("PYTEST", "PYTHON"))]:
+        del os.environ[key]
+
+
+def _test_functions(source: str) -> list[str]:
+    tree = ast.parse(source)
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
+            out.append(node.name)
+    return out
+
+
+def run_plain(spec: dict[str, Any], base: list[str]) -> list[str]:
+    """Top-level zero-argument ``test*`` functions, called in file order."""
+    import importlib.util
+
+    root = spec["root"]
+    _prepare(root, base)
+    watched = [m for m in sys.modules if m.startswith("importlib")]
+    before = _snapshot(watched)
+    for rel in spec["tests"]:
+        path = os.path.join(root, rel)
+        with open(path, encoding="utf-8") as fh:
+            names = _test_functions(fh.read())
+        sys.path[0:0] = [os.path.dirname(path)]
+        modname = os.path.splitext(os.path.basename(rel))[0]
+        try:
+            mspec = importlib.util.spec_from_file_location(modname, path)
+            assert mspec is not None and mspec.loader is not None
+            module = importlib.util.module_from_spec(mspec)
+            sys.modules[modname] = module
+            mspec.loader.exec_module(module)
+        except BaseException as exc:
+            msg = f"collection: {type(exc).__name__}: {str(exc)[:300]}"
+            for name in names:
+                report({"id": f"{rel}::{name}", "outcome": "failed", "message": msg})
+            continue
+        for name in names:
+            nodeid = f"{rel}::{name}"
+            fn = getattr(module, name, None)
+            if not callable(fn):
+                report({"id": nodeid, "outcome": "failed", "message": "not a function"})
+                continue
+            try:
+                fn()
+            except BaseException as exc:
+                tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+                report({"id": nodeid, "outcome": "failed", "message": "".join(tb)[-600:]})
+            else:
+                report({"id": nodeid, "outcome": "passed"})
+    return _changed(before, watched)
+
+
+def run_pytest(spec: dict[str, Any], base: list[str]) -> list[str]:
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    import pytest
+
+    root = spec["root"]
+    _prepare(root, base)
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    watched = [m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "pluggy")]
+    before = _snapshot(watched)
+
+    class Collect:
+        def pytest_runtest_logreport(self, report_: Any) -> None:
+            if report_.when == "call" or report_.outcome != "passed":
+                report(
+                    {
+                        "id": report_.nodeid,
+                        "outcome": "passed" if report_.passed else "failed",
+                        "message": str(report_.longrepr or "")[-600:],
+                    }
+                )
+
+        def pytest_collectreport(self, report_: Any) -> None:
+            if report_.outcome == "failed":
+                msg = "collection: " + str(report_.longrepr or "")[-600:]
+                report({"collect_error": report_.nodeid, "message": msg})
+
+    args = [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-c",
+        spec["ini"],
+        "--rootdir",
+        root,
+        *spec["tests"],
+    ]
+    code = pytest.main(args, plugins=[Collect()])
+    report({"pytest_exit": int(code)})
+    return _changed(before, watched)
+
+
+def run_command(spec: dict[str, Any]) -> list[str]:
+    import subprocess
+
+    root = spec["root"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    t = time.monotonic()
+    done = subprocess.run(
+        ["/bin/bash", "-c", spec["command"]],
+        cwd=root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+    tail = (done.stdout + done.stderr)[-600:].decode(errors="replace")
+    outcome = "passed" if done.returncode == 0 else "failed"
+    report(
+        {
+            "id": "test_command",
+            "outcome": outcome,
+            "message": f"exit {done.returncode} after {time.monotonic() - t:.2f}s: {tail}",
+        }
+    )
+    return []
+
+
+def main() -> None:
+    with open(sys.argv[1]) as fh:
+        spec = json.load(fh)
+    os.unlink(sys.argv[1])
+    base = [p for p in sys.path[1:] if p and not p.startswith("/work")]
+    if spec["mode"] == "plain":
+        tampered = run_plain(spec, base)
+    elif spec["mode"] == "pytest":
+        tampered = run_pytest(spec, base)
+    else:
+        tampered = run_command(spec)
+    report({"end": True, "tampered": tampered})
+
+
+try:
+    main()
+except BaseException:
+    traceback.print_exc()
+    raise
+finally:
+    sys.stdout.flush()
+    os._exit(0)
