@@ -11,10 +11,10 @@ counts a test as passed only on such a line, within the task's set of test names
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import os
 import secrets
+import select
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -182,7 +182,7 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
         files,
         stdin=secret + b"\n",
         limits=task.limits,
-        pass_fds=(write_fd,),
+        pass_fds=(os.dup(write_fd),),  # the run's copy; ours is closed when it returns
     )
     out = TestRun()
     box: dict[str, ExecResult | BaseException] = {}
@@ -192,16 +192,28 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
             box["result"] = execute(req)
         except BaseException as exc:  # reported as our failure below
             box["error"] = exc
-            with contextlib.suppress(OSError):  # the run never took it: end the reader
-                os.close(write_fd)
+        finally:
+            os.close(write_fd)  # with the run's copy gone too, the reader sees EOF
 
     thread = threading.Thread(target=_go, daemon=True, name="assay-verify")
     thread.start()
     chunks, size = [], 0
-    with os.fdopen(read_fd, "rb") as fh:
-        while size < _REPORT_CAP and (chunk := fh.read1(1 << 16)):
+    try:
+        # Until EOF (the run's copy closed: the usual end), or until the run is over and
+        # nothing more is buffered (an executor that failed before taking its copy).
+        while size < _REPORT_CAP:
+            ready, _, _ = select.select([read_fd], [], [], 0.05)
+            if not ready:
+                if thread.is_alive():
+                    continue
+                break
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                break
             chunks.append(chunk)
             size += len(chunk)
+    finally:
+        os.close(read_fd)
     thread.join()
     got = box.get("result")
     if not isinstance(got, ExecResult):

@@ -34,7 +34,7 @@ _GUARDED = set(sys.stdlib_module_names) | {
 }
 
 
-def report(msg: dict[str, Any]) -> None:
+def _emit(msg: dict[str, Any]) -> None:
     line = _SECRET + b" " + json.dumps(msg).encode() + b"\n"
     _write(_REPORT_FD, line)
 
@@ -47,10 +47,13 @@ class Guard:
 
         self.base = base
         self.finder = importlib.machinery.PathFinder
+        self.frozen = importlib.machinery.FrozenImporter
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
         if path is not None or name.partition(".")[0] not in _GUARDED:
             return None
+        if name in sys.builtin_module_names or self.frozen.find_spec(name) is not None:
+            return None  # found by the importers after this one, never in the workspace
         spec = self.finder.find_spec(name, self.base)
         if spec is None:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
@@ -127,21 +130,21 @@ def run_plain(spec: dict[str, Any], base: list[str]) -> list[str]:
         except BaseException as exc:
             msg = f"collection: {type(exc).__name__}: {str(exc)[:300]}"
             for name in names:
-                report({"id": f"{rel}::{name}", "outcome": "failed", "message": msg})
+                _emit({"id": f"{rel}::{name}", "outcome": "failed", "message": msg})
             continue
         for name in names:
             nodeid = f"{rel}::{name}"
             fn = getattr(module, name, None)
             if not callable(fn):
-                report({"id": nodeid, "outcome": "failed", "message": "not a function"})
+                _emit({"id": nodeid, "outcome": "failed", "message": "not a function"})
                 continue
             try:
                 fn()
             except BaseException as exc:
                 tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-                report({"id": nodeid, "outcome": "failed", "message": "".join(tb)[-600:]})
+                _emit({"id": nodeid, "outcome": "failed", "message": "".join(tb)[-600:]})
             else:
-                report({"id": nodeid, "outcome": "passed"})
+                _emit({"id": nodeid, "outcome": "passed"})
     return _changed(before, watched)
 
 
@@ -156,20 +159,20 @@ def run_pytest(spec: dict[str, Any], base: list[str]) -> list[str]:
     before = _snapshot(watched)
 
     class Collect:
-        def pytest_runtest_logreport(self, report_: Any) -> None:
-            if report_.when == "call" or report_.outcome != "passed":
-                report(
+        def pytest_runtest_logreport(self, report: Any) -> None:
+            if report.when == "call" or report.outcome != "passed":
+                _emit(
                     {
-                        "id": report_.nodeid,
-                        "outcome": "passed" if report_.passed else "failed",
-                        "message": str(report_.longrepr or "")[-600:],
+                        "id": report.nodeid,
+                        "outcome": "passed" if report.passed else "failed",
+                        "message": str(report.longrepr or "")[-600:],
                     }
                 )
 
-        def pytest_collectreport(self, report_: Any) -> None:
-            if report_.outcome == "failed":
-                msg = "collection: " + str(report_.longrepr or "")[-600:]
-                report({"collect_error": report_.nodeid, "message": msg})
+        def pytest_collectreport(self, report: Any) -> None:
+            if report.outcome == "failed":
+                msg = "collection: " + str(report.longrepr or "")[-600:]
+                _emit({"collect_error": report.nodeid, "message": msg})
 
     args = [
         "-q",
@@ -184,7 +187,7 @@ def run_pytest(spec: dict[str, Any], base: list[str]) -> list[str]:
         *spec["tests"],
     ]
     code = pytest.main(args, plugins=[Collect()])
-    report({"pytest_exit": int(code)})
+    _emit({"pytest_exit": int(code)})
     return _changed(before, watched)
 
 
@@ -205,7 +208,7 @@ def run_command(spec: dict[str, Any]) -> list[str]:
     )
     tail = (done.stdout + done.stderr)[-600:].decode(errors="replace")
     outcome = "passed" if done.returncode == 0 else "failed"
-    report(
+    _emit(
         {
             "id": "test_command",
             "outcome": outcome,
@@ -226,7 +229,7 @@ def main() -> None:
         tampered = run_pytest(spec, base)
     else:
         tampered = run_command(spec)
-    report({"end": True, "tampered": tampered})
+    _emit({"end": True, "tampered": tampered})
 
 
 try:
