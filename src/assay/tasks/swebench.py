@@ -96,10 +96,11 @@ def from_row(row: Mapping[str, Any], mirrors: str | Path) -> AgentTask:
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a JSONL (or JSON list) file of SWE-bench instances."""
     text = Path(path).read_text(encoding="utf-8")
+    rows: list[Any]
     if text.lstrip().startswith("["):
         rows = json.loads(text)
     else:
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     if not all(isinstance(r, dict) for r in rows):
         raise ValidationError("rows", "each row must be a JSON object")
-    return rows
+    return [dict(r) for r in rows]

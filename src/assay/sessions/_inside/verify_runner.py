@@ -16,10 +16,19 @@ import time
 import traceback
 from typing import Any
 
-_write = os.write
-_REPORT_FD = 3
-_SECRET = sys.stdin.buffer.read(64).strip()
-sys.stdin = open(os.devnull)
+
+def _make_emit() -> Any:
+    """The one writer of report lines; the secret lives only in its closure (not a global a
+    module of the workspace could import from ``__main__``)."""
+    write, prefix = os.write, sys.stdin.buffer.read(64).strip() + b" "
+    dumps = json.dumps
+
+    def emit(msg: dict[str, Any]) -> None:
+        write(3, prefix + dumps(msg).encode() + b"\n")
+
+    return emit
+
+
 _GUARDED = set(sys.stdlib_module_names) | {
     "pytest",
     "_pytest",
@@ -32,11 +41,6 @@ _GUARDED = set(sys.stdlib_module_names) | {
     "sitecustomize",
     "usercustomize",
 }
-
-
-def _emit(msg: dict[str, Any]) -> None:
-    line = _SECRET + b" " + json.dumps(msg).encode() + b"\n"
-    _write(_REPORT_FD, line)
 
 
 class Guard:
@@ -61,8 +65,8 @@ class Guard:
 
 
 def _snapshot(modules: list[str]) -> dict[tuple[str, ...], int]:
-    """Identity of every function and class attribute of ``modules`` (and of builtins):
-    what a workspace that patches the test runner or builtins changes."""
+    """Identity of every function of ``modules`` and every attribute of their classes (and
+    of builtins): what a workspace that patches the test runner or builtins changes."""
     import builtins
 
     seen: dict[tuple[str, ...], int] = {
@@ -78,14 +82,16 @@ def _snapshot(modules: list[str]) -> dict[tuple[str, ...], int]:
             seen[(name, key)] = id(value)
             if isinstance(value, type) and getattr(value, "__module__", "") == name:
                 for attr, member in list(vars(value).items()):
-                    if callable(member):
+                    if callable(member) or hasattr(type(member), "__get__"):  # descriptors
                         seen[(name, key, attr)] = id(member)
     return seen
 
 
 def _changed(before: dict[tuple[str, ...], int], modules: list[str]) -> list[str]:
+    """What differs (changed, added or removed) between ``before`` and now."""
     after = _snapshot(modules)
-    return sorted(".".join(k) for k, v in before.items() if after.get(k) != v)[:5]
+    keys = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    return sorted(".".join(k) for k in keys)[:5]
 
 
 def _prepare(root: str, base: list[str]) -> None:
@@ -107,7 +113,7 @@ def _test_functions(source: str) -> list[str]:
     return out
 
 
-def run_plain(spec: dict[str, Any], base: list[str]) -> list[str]:
+def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
     """Top-level zero-argument ``test*`` functions, called in file order."""
     import importlib.util
 
@@ -148,7 +154,7 @@ def run_plain(spec: dict[str, Any], base: list[str]) -> list[str]:
     return _changed(before, watched)
 
 
-def run_pytest(spec: dict[str, Any], base: list[str]) -> list[str]:
+def run_pytest(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     import pytest
 
@@ -191,7 +197,7 @@ def run_pytest(spec: dict[str, Any], base: list[str]) -> list[str]:
     return _changed(before, watched)
 
 
-def run_command(spec: dict[str, Any]) -> list[str]:
+def run_command(spec: dict[str, Any], _emit: Any) -> list[str]:
     import subprocess
 
     root = spec["root"]
@@ -219,17 +225,20 @@ def run_command(spec: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
+    # Not a global: code under test would have to walk the frames to find the writer.
+    emit = _make_emit()
+    sys.stdin = open(os.devnull)
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
     os.unlink(sys.argv[1])
     base = [p for p in sys.path[1:] if p and not p.startswith("/work")]
     if spec["mode"] == "plain":
-        tampered = run_plain(spec, base)
+        tampered = run_plain(spec, base, emit)
     elif spec["mode"] == "pytest":
-        tampered = run_pytest(spec, base)
+        tampered = run_pytest(spec, base, emit)
     else:
-        tampered = run_command(spec)
-    _emit({"end": True, "tampered": tampered})
+        tampered = run_command(spec, emit)
+    emit({"end": True, "tampered": tampered})
 
 
 try:
