@@ -29,7 +29,6 @@ from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, Step
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
-    from .verify import EpisodeRewards, VerifyResult
 
 AGENT = ".assay_agent.py"
 KERNEL = ".assay_kernel.py"
@@ -403,15 +402,16 @@ class Session:
         """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
         from .verify import start
 
-        return start(source, task, **kwargs)
+        return start(cls, source, task, **kwargs)
 
-    def verify(self, diagnosis: object = None) -> VerifyResult:
-        """Run the task's hidden tests on a snapshot of the workspace (a ``VerifyResult``)."""
+    def verify(self, diagnosis: object = None) -> Any:
+        """Run the task's hidden tests on a snapshot of the workspace: a ``VerifyResult``
+        (``assay.sessions.verify``, which imports this module: hence ``Any`` here)."""
         from .verify import verify
 
         return verify(self, diagnosis)
 
-    def episode_rewards(self) -> EpisodeRewards:
+    def episode_rewards(self) -> Any:
         """The final reward and the step rewards of the verifications so far."""
         from .verify import episode
 

@@ -150,3 +150,6 @@ def diagnosis_score(
         blamed = {(p.removeprefix("/work/"), n) for p, n in _blamed_lines(diagnosis["lines"])}
         scores.append(_f1(blamed, truth))
     return round(sum(scores) / len(scores), 6) if scores else 0.0
+
+
+__all__ = ["RewardWeights", "check_diagnosis", "diagnosis_score", "step_reward"]

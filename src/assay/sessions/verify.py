@@ -14,19 +14,23 @@ import copy
 import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ValidationError
 from ..tasks.patch import PatchLines, diff_size, parse_patch
 from ..tasks.types import AgentTask, files_from_tar, tar_of
 from . import _verify_run
-from .session import AGENT, KERNEL, Session
 from .step_reward import RewardWeights, check_diagnosis, diagnosis_score, step_reward
+
+if TYPE_CHECKING:  # the session module imports this one lazily: no import cycle
+    from .session import Session
 
 VerifyVerdict = Literal["accepted", "failed", "sandbox_error"]
 _VERIFIERS: weakref.WeakKeyDictionary[Session, Verifier] = weakref.WeakKeyDictionary()
+#: Names the session reserves for its own agent (``.assay_agent.py``, ``.assay_kernel.py``).
+_RESERVED_PREFIX = ".assay_"
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,9 @@ def _clean(snapshot: Mapping[str, bytes]) -> dict[str, bytes]:
     return {
         p: b
         for p, b in snapshot.items()
-        if p not in (AGENT, KERNEL) and "__pycache__/" not in f"/{p}" and not p.endswith(".pyc")
+        if not (p.startswith(_RESERVED_PREFIX) and "/" not in p)
+        and "__pycache__/" not in f"/{p}"
+        and not p.endswith(".pyc")
     }
 
 
@@ -260,6 +266,7 @@ def _parses(data: bytes) -> bool:
 
 # -- sessions with a task -------------------------------------------------------------------
 def start(
+    factory: Callable[..., Session],
     source: object,
     task: AgentTask,
     *,
@@ -270,7 +277,7 @@ def start(
 ) -> Session:
     """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`."""
     verifier = Verifier(task, weights, gated, execute)
-    session = Session(source, tar=tar_of(task.files), **kwargs)
+    session = factory(source, tar=tar_of(task.files), **kwargs)
     _VERIFIERS[session] = verifier
     return session
 

@@ -145,3 +145,6 @@ def from_samples(
                 return
             if kept >= per_task:
                 break
+
+
+__all__ = ["TEST_FILE", "from_samples", "hidden_tests", "repair_task"]

@@ -104,3 +104,6 @@ def unified_diff(
 def diff_size(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> int:
     """Lines added plus lines removed from ``before`` to ``after``."""
     return parse_patch(unified_diff(before, after)).size
+
+
+__all__ = ["PatchLines", "diff_size", "parse_patch", "unified_diff"]

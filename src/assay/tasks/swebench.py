@@ -104,3 +104,6 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     if not all(isinstance(r, dict) for r in rows):
         raise ValidationError("rows", "each row must be a JSON object")
     return [dict(r) for r in rows]
+
+
+__all__ = ["from_row", "load_rows", "mirror_of"]

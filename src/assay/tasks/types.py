@@ -266,3 +266,15 @@ def dump_tasks(tasks: Iterable[AgentTask], path: str | Path) -> int:
             fh.write(json.dumps(task.to_dict(), ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+__all__ = [
+    "MAX_WORKSPACE_BYTES",
+    "VERIFY_LIMITS",
+    "AgentTask",
+    "check_path",
+    "dump_tasks",
+    "files_from_tar",
+    "load_tasks",
+    "tar_of",
+]
