@@ -55,6 +55,8 @@ $(STAMP): pyproject.toml $(APT_STAMP) | ruff-sandbox
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	@# veRL's tool interface for the adapter tests, without its torch/ray stack (issue 16)
+	$(PY) -m pip install -q --no-deps 'verl>=0.5' || echo "WARNING: could not install verl; its adapter test will be skipped"
 	@touch $@
 
 # Prebuilt pieces of the Go and Rust test harnesses (testify archives, rand/regex/md5 rlibs),
@@ -74,6 +76,7 @@ install: $(STAMP) ruff-sandbox toolchains
 
 demo: install
 	$(VENV)/bin/assay demo
+	$(VENV)/bin/assay agent demo
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks examples

@@ -55,6 +55,14 @@ def _register_tests() -> None:
     app.add_typer(tests_app, name="tests")
 
 
+def _register_agents() -> None:
+    from .agent import agent_app
+    from .tasks import tasks_app
+
+    app.add_typer(tasks_app, name="tasks")
+    app.add_typer(agent_app, name="agent")
+
+
 def _register_top() -> None:
     from ..telemetry.top import top_command
 
@@ -65,6 +73,7 @@ _register_records()
 _register_serve()
 _register_tests()
 _register_top()
+_register_agents()
 
 
 def main() -> None:

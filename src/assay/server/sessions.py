@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
 from ..sessions.manager import UnknownSession
+from ..sessions.verify import attach
+from ..tasks import AgentTask, tar_of
 from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
@@ -57,6 +59,13 @@ class CreateRequest(BaseModel):
     caller: str = Field(
         "sessions", min_length=1, max_length=200, description="fair-share group of its steps"
     )
+    task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
+    gated: bool = False
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    diagnosis: dict[str, Any] | None = None
 
 
 class ExecRequest(BaseModel):
@@ -133,6 +142,10 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
     except TypeError as exc:
         raise ValidationError("limits", str(exc)) from None
+    task = _task(body.task)
+    if task is not None and files:
+        raise ValidationError("files", "give files or a task, not both")
+    tar = tar_of(task.files) if task is not None else None
     session = await asyncio.to_thread(
         m.create,
         files=files,
@@ -141,8 +154,39 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         idle_ttl_s=body.idle_ttl_s,
         priority=PRIORITIES[body.priority],
         caller=body.caller,
+        tar=tar,
     )
+    if task is not None:
+        attach(session, task, gated=body.gated)
     return session.info()
+
+
+def _task(row: dict[str, Any] | None) -> AgentTask | None:
+    """A task from a request: files or archive only (a ``repo`` path would read the
+    service's own disk)."""
+    if row is None:
+        return None
+    if row.get("repo") is not None:
+        raise ValidationError("task.repo", "not accepted over HTTP: send files or archive")
+    try:
+        return AgentTask.from_dict(row)
+    except ValidationError as exc:
+        raise ValidationError(f"task.{exc.field}", exc.message) from None
+
+
+@router.post("/{session_id}/verify")
+async def verify(session_id: str, body: VerifyRequest, m: Manager) -> Any:
+    """Run the session's hidden tests on a snapshot of its workspace: ``{passed, total,
+    verdict, newly_passing, newly_failing, protected_edits, step_reward, reward, ...}``."""
+    result = await _on(m, session_id, "verify", body.diagnosis)
+    return result if isinstance(result, JSONResponse) else result.to_dict()
+
+
+@router.get("/{session_id}/rewards")
+async def rewards(session_id: str, m: Manager) -> Any:
+    """The episode's final reward and its step rewards (gated ones paid or zeroed)."""
+    result = await _on(m, session_id, "episode_rewards")
+    return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
 @router.get("/{session_id}")
