@@ -9,6 +9,7 @@ import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from . import defaults, languages
 from .errors import ValidationError
@@ -16,6 +17,9 @@ from .languages.cache import CompileCache
 from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
 from .telemetry import tracing
 from .types import ExecResult, Limits
+
+if TYPE_CHECKING:
+    from .images.pools import ImagePools
 
 __all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
 
@@ -40,9 +44,24 @@ class Runner:
         self._cache_bytes = 0
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
+        self._images: ImagePools | None = None
 
     def close(self) -> None:
+        with self._lock:
+            images, self._images = self._images, None
+        if images is not None:
+            images.close()
         self.sandbox.close()
+
+    @property
+    def images(self) -> ImagePools:
+        """Warm pools of the task images this runner has run on (created on first use)."""
+        with self._lock:
+            if self._images is None:
+                from .images.pools import ImagePools
+
+                self._images = ImagePools(self.sandbox.config)
+            return self._images
 
     def __enter__(self) -> Runner:
         return self
@@ -59,9 +78,15 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        image: str | None = None,
     ) -> ExecResult:
         """Build (cached) and run ``code``; ``args`` follow the program on its command line,
-        ``collect`` names work-dir files to return in ``ExecResult.files``."""
+        ``collect`` names work-dir files to return in ``ExecResult.files``; ``image`` (an
+        id, id prefix or name from ``assay image list``) runs it with that image as the
+        sandbox's root instead of the host's."""
+        if image is not None:
+            with self.images.use(image) as inner:
+                return inner.run(code, language, stdin, limits, files, args, collect)
         request = self.request(code, language, stdin, limits, files, args, collect)
         if isinstance(request, ExecResult):
             return request
@@ -159,10 +184,11 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        image: str | None = None,
     ) -> ExecResult:
         """Async form of :meth:`run` (the sandbox work happens off the event loop)."""
         return await asyncio.to_thread(
-            self.run, code, language, stdin, limits, files, args, collect
+            self.run, code, language, stdin, limits, files, args, collect, image
         )
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
@@ -284,14 +310,16 @@ def run(
     *,
     args: Sequence[str] = (),
     collect: Sequence[str] = (),
+    image: str | None = None,
 ) -> ExecResult:
-    """Run ``code`` in a fresh, fully isolated sandbox and report what it did.
+    """Run ``code`` in a fresh, fully isolated sandbox and report what it did (``image``:
+    a task image's root instead of the host's, see ``assay image``).
 
     >>> import assay
     >>> assay.run("print(input()[::-1])", stdin="abc").stdout
     b'cba\\n'
     """
-    return default_runner().run(code, language, stdin, limits, files, args, collect)
+    return default_runner().run(code, language, stdin, limits, files, args, collect, image)
 
 
 async def run_async(
@@ -303,6 +331,9 @@ async def run_async(
     *,
     args: Sequence[str] = (),
     collect: Sequence[str] = (),
+    image: str | None = None,
 ) -> ExecResult:
     """Async form of :func:`run` (the sandbox work happens off the event loop)."""
-    return await default_runner().run_async(code, language, stdin, limits, files, args, collect)
+    return await default_runner().run_async(
+        code, language, stdin, limits, files, args, collect, image
+    )

@@ -53,6 +53,10 @@ class SandboxConfig:
     #: The per-slot id range (uid == gid) used when running as root; see ``defaults``.
     uid_base: int = field(default_factory=lambda: _env_int("ASSAY_UID_BASE", defaults.UID_BASE))
     uid_count: int = field(default_factory=lambda: _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT))
+    #: A task image's root file system (``assay.images``): the fork server then runs the
+    #: image's ``python`` (a path inside the image) with the image as its ``/``, and the
+    #: sandbox's runtime binds come from the image instead of the host. None: the host.
+    image_root: str | None = None
 
     def per_slot_ids(self) -> bool:
         """Whether each slot gets its own uid/gid (root, no user namespace)."""
