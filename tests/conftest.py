@@ -17,6 +17,15 @@ _STATE = tempfile.mkdtemp(prefix="assay-test-state-")
 os.environ.setdefault("ASSAY_RECORDS", os.path.join(_STATE, "records"))
 os.environ.setdefault("ASSAY_STATE_DIR", os.path.join(_STATE, "state"))
 os.environ.setdefault("ASSAY_CACHE_DIR", os.path.join(_STATE, "compile-cache"))
+# Task images the tests build (minutes with mmdebstrap) are kept across sessions: the store
+# is content-addressed by spec, so a later session finds them already built.
+os.environ.setdefault("ASSAY_IMAGES_DIR", "/var/tmp/assay-test-images")
+# ASSAY_TEST_IMAGE=<id or name>: every sandbox of the session runs on that stored image (the
+# security suite's image mode: `ASSAY_TEST_IMAGE=test-py39 pytest tests/security`).
+if os.environ.get("ASSAY_TEST_IMAGE"):
+    from assay.images import ImageStore
+
+    os.environ["ASSAY_IMAGE_ROOT"] = ImageStore().get(os.environ["ASSAY_TEST_IMAGE"]).path
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ from .store import Image, ImageStore, check_name
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 VARIANTS = ("essential", "minbase", "apt", "required", "important", "standard")
 #: Part of every build id: bump when the build steps change what a spec produces.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _SUITE = re.compile(r"^[a-z][a-z0-9-]*$")
 
@@ -182,6 +182,7 @@ def build_image(
         if spec.pip:
             _pip(rootfs, spec, on_line)
         strip_setid(rootfs)
+        _empty_dev(rootfs)
         config = {"spec": asdict(spec)}
         return store.commit(staging, image_id, spec.name, f"build:{spec.suite}", config)
     except BaseException:
@@ -227,3 +228,11 @@ def _externally_managed(rootfs: str) -> bool:
         for d in os.listdir(lib)
         if re.fullmatch(r"python3\.\d+", d)
     )
+
+
+def _empty_dev(rootfs: str) -> None:
+    """No device nodes in the store: the sandbox mounts its own five harmless ones."""
+    dev = os.path.join(rootfs, "dev")
+    if os.path.isdir(dev) and not os.path.islink(dev):
+        shutil.rmtree(dev)
+    os.makedirs(dev, exist_ok=True)

@@ -56,7 +56,10 @@ class SandboxConfig:
     #: A task image's root file system (``assay.images``): the fork server then runs the
     #: image's ``python`` (a path inside the image) with the image as its ``/``, and the
     #: sandbox's runtime binds come from the image instead of the host. None: the host.
-    image_root: str | None = None
+    #: ``$ASSAY_IMAGE_ROOT`` sets it for every sandbox of the process.
+    image_root: str | None = field(
+        default_factory=lambda: os.environ.get("ASSAY_IMAGE_ROOT") or None
+    )
 
     def per_slot_ids(self) -> bool:
         """Whether each slot gets its own uid/gid (root, no user namespace)."""

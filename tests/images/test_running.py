@@ -1,0 +1,117 @@
+"""Runs on a task image: its Python, none of the host's tools, every control unchanged."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _archives import layer_tar, oci_archive
+
+from assay import Limits, Runner
+from assay.images import Image, ImageNotFound, ImageStore, import_image
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def image_runner() -> Iterator[Runner]:
+    with Runner() as r:
+        yield r
+
+
+def test_image_python_is_the_images_not_the_hosts(image_runner: Runner, py39_image: Image) -> None:
+    code = "import sys, json; print(json.dumps(list(sys.version_info[:2])))"
+    res = image_runner.run(code, image=py39_image.id)
+    assert res.status == "ok", res.stderr
+    assert res.stdout == b"[3, 9]\n"
+    assert sys.version_info[:2] != (3, 9)
+    host = image_runner.run(code)
+    assert host.stdout == f"[{sys.version_info[0]}, {sys.version_info[1]}]\n".encode()
+    # By name too, and the pool stays warm: a second run reuses it.
+    again = image_runner.run("import sys; print(sys.version_info[1])", image="test-py39")
+    assert again.stdout == b"9\n"
+    assert image_runner.images.warm() == [py39_image.id]
+
+
+def test_a_tool_the_image_lacks_is_not_the_hosts_copy(
+    image_runner: Runner, py39_image: Image
+) -> None:
+    host_tools = [t for t in ("gcc", "ruff", "g++", "node") if shutil.which(t)]
+    assert host_tools, "the host should have at least one of these tools"
+    probe = (
+        "import os, shutil\n"
+        f"for t in {host_tools!r}: print(t, shutil.which(t, path='/usr/local/bin:/usr/bin:/bin'))\n"
+        "print(os.path.exists('/usr/lib/python3.11'), os.path.exists('/usr/local/bin/ruff'))\n"
+    )
+    res = image_runner.run(probe, image=py39_image.id)
+    assert res.status == "ok", res.stderr
+    lines = res.stdout.decode().splitlines()
+    assert lines[:-1] == [f"{t} None" for t in host_tools]
+    assert lines[-1] == "False False"
+    shell = image_runner.run("command -v gcc || echo missing", "bash", image=py39_image.id)
+    assert shell.stdout == b"missing\n"
+
+
+def test_controls_are_unchanged_in_an_image(image_runner: Runner, py39_image: Image) -> None:
+    img = py39_image.id
+    who = image_runner.run(
+        "import os, socket\n"
+        "print(os.getuid() != 0, os.getgid() != 0)\n"
+        "try:\n socket.create_connection(('1.1.1.1', 80), timeout=1); print('net')\n"
+        "except OSError: print('no net')\n"
+        "try:\n open('/usr/x', 'w'); print('wrote')\n"
+        "except OSError: print('read-only')\n",
+        image=img,
+    )
+    assert who.stdout == b"True True\nno net\nread-only\n", who.stderr
+    spin = image_runner.run("while True: pass", limits=Limits(time_s=0.3), image=img)
+    assert spin.status == "time_limit" and spin.cpu_s >= 0.3
+    mem = image_runner.run(
+        "x = bytearray(400 << 20)", limits=Limits(memory_mb=64, time_s=5), image=img
+    )
+    assert mem.status == "memory_limit"
+    flood = image_runner.run(
+        "import sys\nwhile True: sys.stdout.write('x' * 65536)",
+        limits=Limits(output_bytes=1 << 16, time_s=5),
+        image=img,
+    )
+    assert flood.status == "output_limit" and flood.stdout_truncated
+    made = image_runner.run(
+        "open('out.txt', 'w').write(open('in.txt').read() * 2)",
+        files={"in.txt": "ab"},
+        collect=["out.txt"],
+        image=img,
+    )
+    assert made.status == "ok" and made.files == {"out.txt": b"abab"}
+
+
+def test_unknown_image_is_refused(image_runner: Runner) -> None:
+    with pytest.raises(ImageNotFound):
+        image_runner.run("print(1)", image="no-such-image")
+
+
+def test_an_imported_oci_image_runs(
+    tmp_path: Path, image_runner: Runner, py39_image: Image
+) -> None:
+    """An OCI archive assembled here from the built root plus a layer deleting perl."""
+    base = tmp_path / "base.tar"
+    with tarfile.open(base, "w") as tar:
+        for entry in sorted(Path(py39_image.path).iterdir()):
+            tar.add(entry, arcname=entry.name)
+    top = layer_tar([("usr/bin/.wh.perl", "file", b""), ("usr/share/task.txt", "file", b"task\n")])
+    archive = oci_archive(tmp_path / "task.oci.tar", [base.read_bytes(), top])
+    store = ImageStore(tmp_path / "store")
+    image = import_image(str(archive), store, name="task")
+    assert image.python == "3.9"
+    with Runner() as r:
+        r.images.store = store
+        res = r.run(
+            "import os, sys; print(sys.version_info[1], open('/usr/share/task.txt').read().strip(),"
+            " os.path.exists('/usr/bin/perl'))",
+            image="task",
+        )
+    assert res.stdout == b"9 task False\n", res.stderr
