@@ -15,6 +15,10 @@ APT_LANGUAGES := libboost-dev libssl-dev openjdk-17-jdk-headless nodejs golang-g
 # rules, Chromium for the dashboard page. Best effort: without them those tests skip, naming
 # the package.
 APT_OBSERVABILITY := prometheus chromium
+# Task images and the hardened tier (issue 20): mmdebstrap builds images from Debian packages,
+# runsc is gVisor. Best effort: without them the image-build and gVisor tests skip, naming
+# the package.
+APT_ENVIRONMENTS := mmdebstrap runsc
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
@@ -28,7 +32,7 @@ $(APT_STAMP): Makefile
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY) $(APT_ENVIRONMENTS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing toolchains and test servers:$$missing"; \
 	  apt-get update -qq; \

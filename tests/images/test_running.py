@@ -13,6 +13,7 @@ from _archives import layer_tar, oci_archive
 
 from assay import Limits, Runner
 from assay.images import Image, ImageNotFound, ImageStore, import_image
+from assay.judge import Judge, Problem, Submission, TestCase
 
 pytestmark = pytest.mark.slow
 
@@ -115,3 +116,24 @@ def test_an_imported_oci_image_runs(
             image="task",
         )
     assert res.stdout == b"9 task False\n", res.stderr
+
+
+def test_judging_a_problem_with_an_image(image_runner: Runner, py39_image: Image) -> None:
+    """Every kind of test (the trusted call server and script harness included) runs on
+    the image's Python 3.9."""
+    code = (
+        "import sys\ndef add(a, b):\n    return a + b\n"
+        "if __name__ == '__main__': print(sys.version_info[1])\n"
+    )
+    tests = [
+        TestCase(kind="call", options={"fn_name": "add", "args": [1, 2]}, expected_value=3),
+        TestCase(kind="script", code="import sys\nassert sys.version_info[:2] == (3, 9)\n"),
+        TestCase(kind="stdio", input="", expected="9\n"),
+    ]
+    judge = Judge(image_runner)
+    for test in tests:
+        problem = Problem("p", [test], image=py39_image.name)
+        verdict = judge.judge(Submission(problem, code))
+        assert verdict.verdict == "accepted", (test.kind, verdict)
+        on_host = judge.judge(Submission(Problem("p", [test]), code))
+        assert (on_host.verdict == "accepted") == (test.kind == "call"), (test.kind, on_host)

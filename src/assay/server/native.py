@@ -42,7 +42,8 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     limits = _convert.limits(body.limits, s, base, "limits")
     files = _convert.files(dict(body.files), s)
     fetch = _convert.fetch(body.fetch_files, s)
-    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
+    img = _convert.image(body.image)
+    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img)
     jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         raise HTTPException(503, f"no result: {jr.reason}")
