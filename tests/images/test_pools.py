@@ -27,7 +27,7 @@ def _pools(store: ImageStore, made: list[FakeRunner], max_images: int) -> ImageP
         made.append(FakeRunner(config, pool_size))
         return made[-1]
 
-    return ImagePools(SandboxConfig(), store, max_images=max_images, pool_size=2, make=make)
+    return ImagePools(SandboxConfig(), make, store, max_images=max_images, pool_size=2)
 
 
 def _images(tmp_path: Path, store: ImageStore, n: int) -> list[str]:

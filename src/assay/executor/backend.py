@@ -176,6 +176,7 @@ class _Describer:
                     tuple((str(p), _code_bytes(d)) for p, d in job.files),
                     tuple(str(c) for c in job.collect),
                     job.image,
+                    job.isolation,
                 )
             ).encode()
             key = hashlib.sha256(
@@ -252,6 +253,7 @@ class SandboxBackend(_Common):
                 dict(job.files) or None,
                 collect=job.collect,
                 image=job.image,
+                isolation=job.isolation,
             )
             elapsed = time.perf_counter() - started
             return Execution(

@@ -34,6 +34,8 @@ class RunJob:
     #: The task image to run on (an id, id prefix or name in the image store); None: the
     #: host's root.
     image: str | None = None
+    #: ``"default"`` or ``"gvisor"`` (the hardened tier); None: the runner's own tier.
+    isolation: str | None = None
 
 
 Job = Submission | RunJob

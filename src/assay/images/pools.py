@@ -14,15 +14,20 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from .. import defaults
 from ..languages.cache import CompileCache
+from ..sandbox import SandboxConfig
 from .store import Image, ImageStore
 
-if TYPE_CHECKING:
-    from ..runner import Runner
-    from ..sandbox import SandboxConfig
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+#: What a pool holds: the runner (``assay.runner.Runner``) made by the owner's factory.
+Runner = TypeVar("Runner", bound=Closable)
 
 #: Image pools kept warm at once (each a fork server and its idle slots).
 MAX_IMAGES = 4
@@ -32,22 +37,23 @@ IMAGE_POOL_SIZE = 4
 IMAGE_PYTHON = "/usr/bin/python3"
 
 
-class ImagePools:
-    """``image ref -> Runner`` with LRU eviction; thread-safe."""
+class ImagePools(Generic[Runner]):
+    """``(isolation tier, image) -> Runner`` with LRU eviction; thread-safe. ``make``
+    builds a runner from a sandbox configuration, an idle-pool size and a compile cache."""
 
     def __init__(
         self,
         base: SandboxConfig,
+        make: Callable[[SandboxConfig, int, CompileCache], Runner],
         store: ImageStore | None = None,
         max_images: int = MAX_IMAGES,
         pool_size: int = IMAGE_POOL_SIZE,
-        make: Callable[[SandboxConfig, int, CompileCache], Runner] | None = None,
     ) -> None:
         self.base = base
         self.store = store or ImageStore()
         self.max_images = max(1, max_images)
         self.pool_size = pool_size
-        self._make = make or _make_runner
+        self._make = make
         self._lock = threading.Lock()
         self._pools: collections.OrderedDict[str, Runner] = collections.OrderedDict()
         self._users: collections.Counter[str] = collections.Counter()
@@ -59,53 +65,64 @@ class ImagePools:
         return self.store.get(ref)
 
     @contextmanager
-    def use(self, ref: str) -> Iterator[Runner]:
-        """The warm runner of image ``ref``, held for the duration of the block."""
+    def use(self, ref: str, isolation: str | None = None) -> Iterator[Runner]:
+        """The warm runner of image ``ref`` (in tier ``isolation``, default the base
+        configuration's), held for the duration of the block."""
         image = self.resolve(ref)
-        runner = self._acquire(image)
+        key = self._key(image, isolation)
+        runner = self._acquire(image, key)
         try:
             yield runner
         finally:
-            self._release(image.id)
+            self._release(key)
 
-    def hold(self, ref: str) -> tuple[Runner, Callable[[], None]]:
+    def _key(self, image: Image, isolation: str | None) -> str:
+        return f"{isolation or self.base.isolation}:{image.id}"
+
+    def hold(self, ref: str, isolation: str | None = None) -> tuple[Runner, Callable[[], None]]:
         """The runner of image ``ref`` and the call that releases it, for holders that
         outlive a block (a session): a held pool is never evicted."""
         image = self.resolve(ref)
-        runner = self._acquire(image)
+        key = self._key(image, isolation)
+        runner = self._acquire(image, key)
         done = threading.Event()
 
         def release() -> None:
             if not done.is_set():
                 done.set()
-                self._release(image.id)
+                self._release(key)
 
         return runner, release
 
-    def _acquire(self, image: Image) -> Runner:
+    def _acquire(self, image: Image, key: str) -> Runner:
         with self._lock:
             if self._closed:
                 from ..errors import SandboxError
 
                 raise SandboxError("image pools are closed")
-            runner = self._pools.get(image.id)
+            runner = self._pools.get(key)
             if runner is None:
-                config = replace(self.base, image_root=image.path, python=IMAGE_PYTHON)
+                config = replace(
+                    self.base,
+                    image_root=image.path,
+                    python=IMAGE_PYTHON,
+                    isolation=key.split(":", 1)[0],
+                )
                 cache = CompileCache(defaults.compile_cache_dir() / "images" / image.id)
                 runner = self._make(config, self.pool_size, cache)
-                self._pools[image.id] = runner
-            self._pools.move_to_end(image.id)
-            self._users[image.id] += 1
+                self._pools[key] = runner
+            self._pools.move_to_end(key)
+            self._users[key] += 1
             victims = self._evict_locked()
         for victim in victims:
             victim.close()
         return runner
 
-    def _release(self, image_id: str) -> None:
+    def _release(self, key: str) -> None:
         with self._lock:
-            self._users[image_id] -= 1
-            if self._users[image_id] <= 0:
-                del self._users[image_id]
+            self._users[key] -= 1
+            if self._users[key] <= 0:
+                del self._users[key]
             victims = self._evict_locked()
         for victim in victims:
             victim.close()
@@ -115,19 +132,19 @@ class ImagePools:
         caller closes them, outside the lock): their fork server and idle slots end; the
         image's next run starts a new pool."""
         victims = []
-        for image_id in list(self._pools):
+        for key in list(self._pools):
             if len(self._pools) <= self.max_images:
                 break
-            if self._users[image_id] > 0:
+            if self._users[key] > 0:
                 continue
-            victims.append(self._pools.pop(image_id))
+            victims.append(self._pools.pop(key))
             self.evictions += 1
         return victims
 
     def warm(self) -> list[str]:
         """Ids of the images whose pools are kept, most recently used last."""
         with self._lock:
-            return list(self._pools)
+            return [key.split(":", 1)[1] for key in self._pools]
 
     def close(self) -> None:
         with self._lock:
@@ -136,10 +153,3 @@ class ImagePools:
             self._pools.clear()
         for runner in runners:
             runner.close()
-
-
-def _make_runner(config: SandboxConfig, pool_size: int, cache: CompileCache) -> Runner:
-    from ..runner import Runner
-    from ..sandbox import Sandbox
-
-    return Runner(Sandbox(config, pool_size=pool_size), compile_cache=cache)

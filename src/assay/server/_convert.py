@@ -256,3 +256,12 @@ def image(ref: str | None, field: str = "image") -> str | None:
         return ImageStore().get(ref).id
     except ValidationError as exc:
         raise ValidationError(field, exc.message) from None
+
+
+def isolation(value: str | None, field: str = "isolation") -> str | None:
+    """``value`` if it names an isolation tier (or None), else ValidationError (a 422)."""
+    if value is None:
+        return None
+    from ..sandbox import check_isolation
+
+    return check_isolation(value, field)

@@ -35,6 +35,11 @@ class RunCodeRequest(BaseModel):
         description="Assay extension: the task image to run on (id, id prefix or name from "
         "`assay image list`); unknown images are refused with 422",
     )
+    isolation: str | None = Field(
+        None,
+        description='Assay extension: "default" or "gvisor" (the hardened tier); '
+        "default: the service's setting",
+    )
 
 
 class RunStatus(StrEnum):
@@ -129,6 +134,11 @@ class RunRequest(BaseModel):
         None,
         description="Assay extension: the task image to run on (id, id prefix or name from "
         "`assay image list`); unknown images are refused with 422",
+    )
+    isolation: str | None = Field(
+        None,
+        description='Assay extension: "default" or "gvisor" (the hardened tier); '
+        "default: the service's setting",
     )
 
 

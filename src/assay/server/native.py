@@ -43,7 +43,10 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     files = _convert.files(dict(body.files), s)
     fetch = _convert.fetch(body.fetch_files, s)
     img = _convert.image(body.image)
-    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img)
+    iso = _convert.isolation(body.isolation)
+    job = RunJob(
+        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
+    )
     jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         raise HTTPException(503, f"no result: {jr.reason}")

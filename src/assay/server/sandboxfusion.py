@@ -137,7 +137,10 @@ def _run_job(body: RunCodeRequest, s: Settings) -> RunJob:
     fetch = _convert.fetch(body.fetch_files, s)
     limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
     img = _convert.image(body.image)
-    return RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img)
+    iso = _convert.isolation(body.isolation)
+    return RunJob(
+        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
+    )
 
 
 def _answer(jr: JobResult, lang: str) -> RunCodeResponse:
