@@ -20,12 +20,14 @@ os.environ.setdefault("ASSAY_CACHE_DIR", os.path.join(_STATE, "compile-cache"))
 # Task images the tests build (minutes with mmdebstrap) are kept across sessions: the store
 # is content-addressed by spec, so a later session finds them already built.
 os.environ.setdefault("ASSAY_IMAGES_DIR", "/var/tmp/assay-test-images")
-# ASSAY_TEST_IMAGE=<id or name>: every sandbox of the session runs on that stored image (the
-# security suite's image mode: `ASSAY_TEST_IMAGE=test-py39 pytest tests/security`).
+# ASSAY_TEST_IMAGE=<spec file, id or name>: every sandbox of the session runs on that image,
+# built first if a spec names it (the security suite's image mode: `make security-image`).
 if os.environ.get("ASSAY_TEST_IMAGE"):
-    from assay.images import ImageStore
+    from assay.images import ImageSpec, ImageStore, build_image
 
-    os.environ["ASSAY_IMAGE_ROOT"] = ImageStore().get(os.environ["ASSAY_TEST_IMAGE"]).path
+    _ref = os.environ["ASSAY_TEST_IMAGE"]
+    _image = build_image(ImageSpec.load(_ref)) if _ref.endswith(".toml") else ImageStore().get(_ref)
+    os.environ["ASSAY_IMAGE_ROOT"] = _image.path
 
 
 @pytest.fixture(scope="session")

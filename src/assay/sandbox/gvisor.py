@@ -299,7 +299,15 @@ class GVisorSandbox:
                             "options": ["rbind", "ro", "nosuid", "nodev"],
                         }
                     )
-        caps = ["CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_FOWNER", "CAP_KILL"]
+        # The exec server's (root in gVisor's kernel); the program drops them all.
+        caps = [
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_CHOWN",
+            "CAP_FOWNER",
+            "CAP_DAC_OVERRIDE",
+            "CAP_KILL",
+        ]
         return {
             "ociVersion": "1.0.0",
             "process": {
