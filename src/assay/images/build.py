@@ -32,6 +32,9 @@ from ._unpack import strip_setid
 from .store import Image, ImageStore, check_name
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
+#: Proxy settings passed through to the build tools (apt, pip).
+PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 VARIANTS = ("essential", "minbase", "apt", "required", "important", "standard")
 #: Part of every build id: bump when the build steps change what a spec produces.
 BUILDER_VERSION = 2
@@ -128,6 +131,7 @@ def _run(cmd: list[str], step: str, on_line: Callable[[str], None] | None) -> No
         "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "LANG": "C.UTF-8",
         "DEBIAN_FRONTEND": "noninteractive",
+        **{k: os.environ[k] for k in PROXY_VARS if k in os.environ},
     }
     try:
         proc = subprocess.Popen(
@@ -199,6 +203,12 @@ def _pip(rootfs: str, spec: ImageSpec, on_line: Callable[[str], None] | None) ->
     had_resolv = os.path.lexists(resolv)
     if not had_resolv and os.path.exists("/etc/resolv.conf"):
         shutil.copyfile("/etc/resolv.conf", resolv)
+    # The host's CA bundle, for the download only (a proxy's CA the image does not know).
+    ca = os.path.join(rootfs, "tmp/assay-build-ca.crt")
+    cert: list[str] = []
+    if os.path.isfile(HOST_CA):
+        shutil.copyfile(HOST_CA, ca)
+        cert = ["--cert", "/tmp/assay-build-ca.crt"]
     cmd = [
         "chroot",
         rootfs,
@@ -209,6 +219,7 @@ def _pip(rootfs: str, spec: ImageSpec, on_line: Callable[[str], None] | None) ->
         "--no-cache-dir",
         "--disable-pip-version-check",
         *(["--break-system-packages"] if _externally_managed(rootfs) else []),
+        *cert,
         *spec.pip_args,
         *spec.pip,
     ]
@@ -217,6 +228,8 @@ def _pip(rootfs: str, spec: ImageSpec, on_line: Callable[[str], None] | None) ->
     finally:
         if not had_resolv and os.path.lexists(resolv):
             os.unlink(resolv)
+        if os.path.lexists(ca):
+            os.unlink(ca)
 
 
 def _externally_managed(rootfs: str) -> bool:
