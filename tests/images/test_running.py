@@ -14,6 +14,7 @@ from _archives import layer_tar, oci_archive
 from assay import Limits, Runner
 from assay.images import Image, ImageNotFound, ImageStore, import_image
 from assay.judge import Judge, Problem, Submission, TestCase
+from assay.sessions import Session
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +138,17 @@ def test_judging_a_problem_with_an_image(image_runner: Runner, py39_image: Image
         assert verdict.verdict == "accepted", (test.kind, verdict)
         on_host = judge.judge(Submission(Problem("p", [test]), code))
         assert (on_host.verdict == "accepted") == (test.kind == "call"), (test.kind, on_host)
+
+
+def test_a_session_in_an_image(image_runner: Runner, py39_image: Image) -> None:
+    with Session(image_runner, image=py39_image.name) as session:
+        step = session.exec("python3 -c 'import sys; print(sys.version_info[1])'; command -v gcc")
+        assert step.stdout == b"9\n" and step.exit_code == 1
+        assert py39_image.id in image_runner.images.warm()
+        child = session.fork()
+        try:
+            assert (
+                child.exec("python3 -c 'import sys; print(sys.version_info[1])'").stdout == b"9\n"
+            )
+        finally:
+            child.close()

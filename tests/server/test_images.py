@@ -32,6 +32,8 @@ TEST = {"kind": "stdio", "input": "", "expected": "9\n"}
             },
             "problem.image",
         ),
+        ("/v1/sessions", {"image": "no-such-image"}, "image"),
+        ("/run_code", {**RUN_CODE, "isolation": "vm"}, "isolation"),
     ],
 )
 def test_unknown_image_is_a_4xx_naming_the_field(
@@ -40,7 +42,7 @@ def test_unknown_image_is_a_4xx_naming_the_field(
     r = client.post(path, json=payload)
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
-    assert "no image" in r.json()["message"]
+    assert ("no image" if field.endswith("image") else "not one of") in r.json()["message"]
 
 
 @pytest.fixture(scope="module")

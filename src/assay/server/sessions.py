@@ -44,6 +44,9 @@ class CreateRequest(BaseModel):
     limits: LimitsModel | None = None
     ttl_s: float = 3600.0
     idle_ttl_s: float = 600.0
+    image: str | None = Field(
+        None, description="task image (id or name, `assay image list`); unknown: 422"
+    )
 
 
 class ExecRequest(BaseModel):
@@ -120,8 +123,14 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
     except TypeError as exc:
         raise ValidationError("limits", str(exc)) from None
+    image = _convert.image(body.image)
     session = await asyncio.to_thread(
-        m.create, files=files, limits=limits, ttl_s=body.ttl_s, idle_ttl_s=body.idle_ttl_s
+        m.create,
+        files=files,
+        limits=limits,
+        ttl_s=body.ttl_s,
+        idle_ttl_s=body.idle_ttl_s,
+        image=image,
     )
     return session.info()
 

@@ -98,9 +98,20 @@ class Session:
         idle_ttl_s: float = 600.0,
         tar: bytes | None = None,
         session_id: str | None = None,
+        image: str | None = None,
     ) -> None:
         self.source = source
         self._execute = executor_of(source)
+        #: The task image the session's sandbox is rooted at (its runner's pool for that
+        #: image is held, never evicted, until the session ends); None: the host's root.
+        self.image = image
+        release: Callable[[], None] | None = None
+        if image is not None:
+            runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
+            if not isinstance(runner, Runner):
+                raise ValidationError("image", "a session in an image needs a Runner source")
+            inner, release = runner.images.hold(image)
+            self._execute = inner.execute
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -115,6 +126,9 @@ class Session:
         self.end_detail = ""
         self.result: ExecResult | None = None
         self._on_end: list[Callable[[Session], None]] = []
+        if release is not None:
+            done = release
+            self._on_end.append(lambda _session: done())
         self._call_lock = threading.Lock()
         self._state = threading.Lock()
         user_files = _files(files)
@@ -388,6 +402,7 @@ class Session:
             idle_ttl_s=self.idle_ttl_s,
             tar=data,
             session_id=session_id,
+            image=self.image,
         )
 
 
