@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from _archives import PY39_SPEC
 
-from assay.images import Image, ImageStore, build_image
+from assay.images import Image, ImageSpec, ImageStore, build_image
+
+SPECS = Path(__file__).parent / "specs"
 
 
 def _needs_builder() -> None:
@@ -29,3 +31,11 @@ def py39_image() -> Image:
 @pytest.fixture
 def store(tmp_path: Path) -> ImageStore:
     return ImageStore(tmp_path / "images")
+
+
+@pytest.fixture(scope="session")
+def security_image() -> Image:
+    """The security suite's image (bullseye, a C compiler, pip's attrs 23.2.0): built once
+    per machine, shared with `make security-image`."""
+    _needs_builder()
+    return build_image(ImageSpec.load(str(SPECS / "security.toml")), ImageStore())

@@ -152,3 +152,18 @@ def test_a_session_in_an_image(image_runner: Runner, py39_image: Image) -> None:
             )
         finally:
             child.close()
+
+
+def test_pip_requirements_and_the_images_own_compiler(
+    image_runner: Runner, security_image: Image
+) -> None:
+    """The spec's pip requirement (newer than Debian's python3-attrs 20.3) is what imports;
+    C builds with the image's gcc 10, not the host's 12."""
+    res = image_runner.run("import attr; print(attr.__version__)", image=security_image.id)
+    assert res.stdout == b"23.2.0\n", res.stderr
+    c = image_runner.run(
+        '#include <stdio.h>\nint main(void){printf("%d\\n", __GNUC__);return 0;}',
+        "c",
+        image=security_image.id,
+    )
+    assert c.status == "ok" and c.stdout == b"10\n", c.stderr
