@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from assay import Limits, Runner
 from assay.errors import ValidationError
-from assay.sandbox import SandboxConfig
+from assay.judge import Judge, Problem, Submission, TestCase
+from assay.sandbox import RunRequest, SandboxConfig
 from assay.sandbox.gvisor import available
 
 OK, WHY = available()
@@ -103,3 +107,34 @@ def test_per_request_tier_from_a_default_runner(runner: Runner) -> None:
     assert host.stdout.decode().strip() == os.uname().release
     with pytest.raises(ValidationError, match="isolation"):
         runner.run("print(1)", isolation="vm")
+
+
+def test_extra_fds_and_stop_fd(gvisor: Runner) -> None:
+    """``pass_fds`` reach the program as fd 3 (through the host's relay); ``stop_fd`` ends
+    the run as a killed program."""
+    ours, theirs = socket.socketpair()
+    code = b"import socket\ns = socket.socket(fileno=3)\ns.sendall(b'ping')\nprint(s.recv(9))\n"
+    req = RunRequest("python", ["/work/main.py"], [("main.py", code, 0o644)])
+    answer = threading.Thread(target=lambda: (ours.recv(4), ours.sendall(b"pong")))
+    answer.start()
+    res = gvisor.execute(replace(req, pass_fds=(theirs.detach(),)))
+    answer.join()
+    ours.close()
+    assert res.stdout == b"b'pong'\n", res.stderr
+    stop_r, stop_w = os.pipe()
+    threading.Timer(0.3, os.write, (stop_w, b"x")).start()
+    nap = (b"import time\ntime.sleep(30)\n", 0o644)
+    stopped = gvisor.execute(
+        RunRequest("python", ["/work/main.py"], [("main.py", *nap)], stop_fd=stop_r)
+    )
+    os.close(stop_r)
+    os.close(stop_w)
+    assert stopped.status == "runtime_error" and stopped.signal == 9
+
+
+def test_judging_with_the_trusted_call_server(gvisor: Runner) -> None:
+    test = TestCase(kind="call", options={"fn_name": "add", "args": [2, 3]}, expected_value=5)
+    good = Judge(gvisor).judge(Submission(Problem("p", [test]), "def add(a, b): return a + b"))
+    assert good.verdict == "accepted", good
+    bad = Judge(gvisor).judge(Submission(Problem("p", [test]), "def add(a, b): return 0"))
+    assert bad.verdict == "wrong_answer", bad

@@ -23,6 +23,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -32,6 +33,8 @@ from typing import Any
 pyrun: Any = None
 UID = 65534
 WORK = "/work"
+#: Where the host's relay sockets for a run's extra fds appear (a bind of the bundle's dir).
+UDS = "/dev/.assay-uds"
 POLL_S = 0.005
 SCAN_S = 0.01
 _CLK = os.sysconf("SC_CLK_TCK")
@@ -133,26 +136,39 @@ def _kill_all() -> None:
 
 
 def _child(
-    req: dict[str, Any], stdin_fd: int, out_w: int, err_w: int, base_path: list[str]
+    req: dict[str, Any],
+    stdin_fd: int,
+    out_w: int,
+    err_w: int,
+    base_path: list[str],
+    extra: list[int],
 ) -> None:
     lim = req["limits"]
     os.setsid()
     os.dup2(stdin_fd, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
+    # The caller's fds (3, 4, ...): sockets the host relays to its own ends.
+    moved = [os.dup(fd) for fd in extra]
+    for i, fd in enumerate(moved):
+        os.dup2(fd, 3 + i, inheritable=True)
     cpu = max(1, int(lim["time_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
-    mem = lim["memory_mb"] << 20
-    resource.setrlimit(resource.RLIMIT_AS, (mem + (64 << 20), mem + (64 << 20)))
+    if req["mode"] == "python":
+        # Python reserves little address space beyond what it uses: an allocation past the
+        # limit fails at once (MemoryError). Not for executables: Go and the JVM reserve
+        # far more than they touch; their resident memory is what is polled.
+        mem = (lim["memory_mb"] << 20) + (64 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     os.setgroups([])
     os.setgid(UID)
     os.setuid(UID)
     os.chdir(WORK)
     for name in os.listdir("/proc/self/fd"):  # not closerange: a syscall per fd number
-        if int(name) > 2:
+        if int(name) > 2 + len(extra):
             try:
                 os.close(int(name))
             except OSError:
@@ -219,15 +235,20 @@ def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
     os.lseek(stdin_fd, 0, 0)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    extra = []
+    for i in range(req.get("pass_fds", 0)):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(f"{UDS}/fd{i}.sock")
+        extra.append(s.detach())
     cpu0 = _children_cpu()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         try:
-            _child(req, stdin_fd, out_w, err_w, base_path)
+            _child(req, stdin_fd, out_w, err_w, base_path, extra)
         finally:
             os._exit(127)
-    for fd in (stdin_fd, out_w, err_w):
+    for fd in (stdin_fd, out_w, err_w, *extra):
         os.close(fd)
     cap = lim["output_bytes"]
     bufs = {out_r: bytearray(), err_r: bytearray()}

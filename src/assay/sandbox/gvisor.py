@@ -19,23 +19,26 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import itertools
 import json
 import os
 import shutil
-import struct
+import socket
 import subprocess
 import threading
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from .. import defaults
 from ..errors import SandboxError
 from ..types import ExecResult
+from ._gvisor_wire import Stopped, recv, relay, send, server_program, wait_answer
 from ._run import RunRequest
-from ._zygote import readable
 from .config import SandboxConfig
+from .sandbox import validate_request
 
 #: Runs one container serves before it is replaced.
 MAX_RUNS = 64
@@ -43,8 +46,6 @@ MAX_RUNS = 64
 START_TIMEOUT_S = 30.0
 #: Seconds past a run's wall limit before the host gives up on the container.
 ANSWER_GRACE_S = 5.0
-_INSIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_inside", "pyrun.py")
-_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gvserver.py")
 _HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
 
 
@@ -66,51 +67,6 @@ def available() -> tuple[bool, str]:
     return True, out.stdout.splitlines()[0] if out.stdout else path
 
 
-def server_program() -> str:
-    """The container's ``python -c`` text: ``pyrun`` as a module, then the server."""
-    with open(_INSIDE, encoding="utf-8") as fh:
-        pyrun = fh.read()
-    with open(_SERVER, encoding="utf-8") as fh:
-        server = fh.read()
-    return (
-        "# assay gVisor server\nimport types as _types\n"
-        "pyrun = _types.ModuleType('pyrun')\n"
-        f"exec(compile({pyrun!r}, '/assay/pyrun.py', 'exec'), pyrun.__dict__)\n"
-        "server = _types.ModuleType('server')\n"
-        f"exec(compile({server!r}, '/assay/server.py', 'exec'), server.__dict__)\n"
-        "server.pyrun = pyrun\nserver.main()\n"
-    )
-
-
-def _send(fd: int, msg: dict[str, Any]) -> None:
-    data = json.dumps(msg, separators=(",", ":")).encode()
-    data = struct.pack("<I", len(data)) + data
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _recv(fd: int, deadline: float) -> dict[str, Any] | None:
-    buf = b""
-    need = 4
-    length: int | None = None
-    while True:
-        while len(buf) < need:
-            if not readable(fd, max(0.0, deadline - time.monotonic())):
-                return None
-            chunk = os.read(fd, max(need - len(buf), 1 << 16))
-            if not chunk:
-                return None
-            buf += chunk
-        if length is None:
-            (length,) = struct.unpack("<I", buf[:4])
-            buf = buf[4:]
-            need = length
-            continue
-        answer: dict[str, Any] = json.loads(buf[:length])
-        return answer
-
-
 class _Container:
     """One started gVisor sandbox whose PID 1 is the exec server."""
 
@@ -119,7 +75,8 @@ class _Container:
         self.id = f"assay-{uuid.uuid4().hex[:12]}"
         self.bundle = os.path.join(owner.state, self.id)
         self.runs = 0
-        os.makedirs(self.bundle)
+        self.uds = os.path.join(self.bundle, "uds")
+        os.makedirs(self.uds, mode=0o700)
         with open(os.path.join(self.bundle, "config.json"), "w") as fh:
             json.dump(owner.spec(self.bundle), fh)
         self.proc = subprocess.Popen(
@@ -131,7 +88,7 @@ class _Container:
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        ready = _recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
+        ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
         if ready is None or ready.get("kind") != "ready":
             err = self._stderr()
             self.destroy()
@@ -145,7 +102,7 @@ class _Container:
 
     def run(self, req: RunRequest) -> ExecResult:
         lim = req.limits
-        msg = {
+        msg: dict[str, Any] = {
             "mode": req.mode,
             "argv": list(req.argv),
             "files": [[p, base64.b64encode(c).decode(), m] for p, c, m in req.files],
@@ -164,11 +121,43 @@ class _Container:
         }
         self.runs += 1
         started = time.monotonic()
+        listeners = []
+        for i in range(len(req.pass_fds)):
+            path = os.path.join(self.uds, f"fd{i}.sock")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(1)
+            listeners.append(listener)
+        msg["pass_fds"] = len(listeners)
+        relays: list[threading.Thread] = []
         try:
-            _send(self.wfd, msg)
+            send(self.wfd, msg)
+            for listener, fd in zip(listeners, req.pass_fds, strict=True):
+                listener.settimeout(START_TIMEOUT_S)
+                conn, _ = listener.accept()
+                pump = threading.Thread(
+                    target=relay, args=(conn, fd), daemon=True, name="assay-gvisor-fd"
+                )
+                pump.start()
+                relays.append(pump)
         except OSError as exc:
             raise SandboxError(f"gVisor sandbox unreachable: {exc}") from exc
-        answer = _recv(self.rfd, started + lim.effective_wall_s + ANSWER_GRACE_S)
+        finally:
+            for listener in listeners:
+                listener.close()
+            for fd in req.pass_fds[len(relays) :]:  # never handed to a relay
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        deadline = started + lim.effective_wall_s + ANSWER_GRACE_S
+        if req.stop_fd >= 0:
+            if not wait_answer(self.rfd, req.stop_fd, deadline):
+                # Stopped by the caller: the whole sandbox goes, as a killed program.
+                raise Stopped
+        answer = recv(self.rfd, deadline)
+        for pump in relays:
+            pump.join(timeout=5)
         if answer is None:
             raise SandboxError(f"gVisor sandbox gave no answer {self._stderr()}".strip())
         if answer.get("status") == "sandbox_error":
@@ -241,6 +230,7 @@ class GVisorSandbox:
             self.runsc,
             "--network=none",
             "--ignore-cgroups",
+            "--host-uds=open",  # the exec server connects to the relays of a run's extra fds
             f"--root={os.path.join(self.state, 'runsc')}",
         ]
 
@@ -262,11 +252,13 @@ class GVisorSandbox:
         for name, text in (("passwd", PASSWD), ("group", GROUP), ("hosts", HOSTS)):
             with open(os.path.join(root, "etc", name), "w") as fh:
                 fh.write(text)
-        for name in self.config.etc_binds:
-            src = os.path.join("/etc", name)
-            if os.path.isfile(src):
-                os.makedirs(os.path.dirname(os.path.join(root, "etc", name)), exist_ok=True)
-                shutil.copyfile(src, os.path.join(root, "etc", name))
+        for name in self.config.etc_binds:  # copies: the skeleton is per pool, read-only
+            src, dst = os.path.join("/etc", name), os.path.join(root, "etc", name)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+            elif os.path.isfile(src):
+                shutil.copyfile(src, dst)
         return root
 
     def spec(self, bundle: str) -> dict[str, Any]:
@@ -280,6 +272,12 @@ class GVisorSandbox:
                 "type": "tmpfs",
                 "source": "tmpfs",
                 "options": ["nosuid", "nodev", "size=64m"],
+            },
+            {
+                "destination": "/dev/.assay-uds",
+                "type": "bind",
+                "source": os.path.join(bundle, "uds"),
+                "options": ["rbind", "nosuid", "nodev", "noexec"],
             },
             {
                 "destination": "/work",
@@ -378,16 +376,29 @@ class GVisorSandbox:
 
     def execute(self, req: RunRequest) -> ExecResult:
         """Run ``req`` in a warm gVisor sandbox. Infrastructure failures come back as
-        ``sandbox_error`` results, as from the default tier."""
-        for fd in req.pass_fds:
-            os.close(fd)  # ownership passed; this tier does not carry fds into the sandbox
+        ``sandbox_error`` results, as from the default tier; a bad request raises the
+        default tier's ValidationError. ``pass_fds`` reach the program as 3, 4, ... through
+        a relay (a Unix socket per fd, connected by the exec server before the fork)."""
         try:
+            files, collect = validate_request(req)
+            req = replace(req, files=files, collect=collect)
             container = self._take()
         except SandboxError as exc:
+            for fd in req.pass_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             return ExecResult(status="sandbox_error", stderr=str(exc).encode())
+        except BaseException:
+            for fd in req.pass_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            raise
         self._info = container.info
         try:
             result = container.run(req)
+        except Stopped:
+            self._destroy_later(container)
+            return ExecResult(status="runtime_error", signal=9, stderr=b"")
         except (SandboxError, OSError, ValueError, KeyError) as exc:
             self._destroy_later(container)
             return ExecResult(status="sandbox_error", stderr=str(exc).encode())
