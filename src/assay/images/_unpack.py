@@ -156,20 +156,3 @@ def _link(field: str, root: str, m: tarfile.TarInfo, dst: str) -> None:
             field, f"archive member {m.name!r} links to {m.linkname!r}, not a file of the image"
         )
     os.link(target, dst, follow_symlinks=False)
-
-
-def strip_setid(root: str) -> int:
-    """Clear set-uid/set-gid bits everywhere under ``root`` (a built image's ``su``,
-    ``mount`` ...): inside the sandbox they do nothing (no_new_privs), on the host they
-    would be set-uid root programs in the state directory. Returns how many were cleared."""
-    cleared = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in filenames + dirnames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                continue
-            if st.st_mode & (stat.S_ISUID | stat.S_ISGID) and not stat.S_ISDIR(st.st_mode):
-                os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                cleared += 1
-    return cleared

@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import AssayError, ValidationError
-from ._unpack import strip_setid
 from .store import Image, ImageStore, check_name
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -37,7 +36,7 @@ HOST_CA = "/etc/ssl/certs/ca-certificates.crt"
 PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 VARIANTS = ("essential", "minbase", "apt", "required", "important", "standard")
 #: Part of every build id: bump when the build steps change what a spec produces.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _SUITE = re.compile(r"^[a-z][a-z0-9-]*$")
 
@@ -185,7 +184,9 @@ def build_image(
         _run(cmd, "mmdebstrap", on_line)
         if spec.pip:
             _pip(rootfs, spec, on_line)
-        strip_setid(rootfs)
+        # Set-uid bits stay: the programs are Debian's, the store is root's alone (0700),
+        # and inside the sandbox they grant nothing (no_new_privs), as the security suite
+        # checks. Imports (untrusted archives) lose theirs.
         _empty_dev(rootfs)
         config = {"spec": asdict(spec)}
         return store.commit(staging, image_id, spec.name, f"build:{spec.suite}", config)
