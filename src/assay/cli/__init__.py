@@ -43,6 +43,12 @@ def _register_records() -> None:
     )
 
 
+def _register_image() -> None:
+    from .image import image_app
+
+    app.add_typer(image_app, name="image")
+
+
 def _register_serve() -> None:
     from ..server.cli import serve_command
 
@@ -70,6 +76,7 @@ def _register_top() -> None:
 
 
 _register_records()
+_register_image()
 _register_serve()
 _register_tests()
 _register_top()

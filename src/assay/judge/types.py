@@ -66,8 +66,13 @@ class Problem:
     checker: str | None = None
     references: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The task image the tests run on (an id, id prefix or name in the image store);
+    #: None: the host's root.
+    image: str | None = None
 
     def __post_init__(self) -> None:
+        if self.image is not None and (not isinstance(self.image, str) or not self.image):
+            raise ValidationError("image", "must be a non-empty image id or name")
         if not self.tests:
             # A problem without tests would accept anything: an error, never a verdict.
             raise ValidationError("tests", f"problem {self.id!r} has no tests")

@@ -30,6 +30,16 @@ class RunCodeRequest(BaseModel):
     language: str = Field(..., examples=["python"], description="SandboxFusion language name")
     files: dict[str, str | None] = Field({}, description="path -> base64 content (work dir)")
     fetch_files: list[str] = Field([], description="work-dir paths to return after the run")
+    image: str | None = Field(
+        None,
+        description="Assay extension: the task image to run on (id, id prefix or name from "
+        "`assay image list`); unknown images are refused with 422",
+    )
+    isolation: str | None = Field(
+        None,
+        description='Assay extension: "default" or "gvisor" (the hardened tier); '
+        "default: the service's setting",
+    )
 
 
 class RunStatus(StrEnum):
@@ -120,6 +130,16 @@ class RunRequest(BaseModel):
     limits: LimitsModel | None = None
     files: dict[str, str] = Field({}, description="path -> base64 content (work dir)")
     fetch_files: list[str] = []
+    image: str | None = Field(
+        None,
+        description="Assay extension: the task image to run on (id, id prefix or name from "
+        "`assay image list`); unknown images are refused with 422",
+    )
+    isolation: str | None = Field(
+        None,
+        description='Assay extension: "default" or "gvisor" (the hardened tier); '
+        "default: the service's setting",
+    )
 
 
 class ProcessOutput(BaseModel):
@@ -165,6 +185,11 @@ class ProblemModel(BaseModel):
     id: str = "inline"
     tests: list[TestModel]
     limits: LimitsModel | None = None
+    image: str | None = Field(
+        None,
+        description="Assay extension: the task image to run on (id, id prefix or name from "
+        "`assay image list`); unknown images are refused with 422",
+    )
 
 
 class SubmissionModel(BaseModel):

@@ -61,6 +61,9 @@ class CreateRequest(BaseModel):
     )
     task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
     gated: bool = False
+    image: str | None = Field(
+        None, description="task image (id or name, `assay image list`); unknown: 422"
+    )
 
 
 class VerifyRequest(BaseModel):
@@ -146,6 +149,7 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
     tar = tar_of(task.files) if task is not None else None
+    image = _convert.image(body.image)
     session = await asyncio.to_thread(
         m.create,
         files=files,
@@ -155,6 +159,7 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         priority=PRIORITIES[body.priority],
         caller=body.caller,
         tar=tar,
+        image=image,
     )
     if task is not None:
         attach(session, task, gated=body.gated)

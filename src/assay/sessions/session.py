@@ -89,6 +89,7 @@ class Session:
         session_id: str | None = None,
         priority: int = NORMAL,
         caller: str = "sessions",
+        image: str | None = None,
     ) -> None:
         self.source = source
         self._execute = executor_of(source)
@@ -105,6 +106,16 @@ class Session:
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
+        #: The task image the session's sandbox is rooted at (its runner's pool for that
+        #: image is held, never evicted, until the session ends); None: the host's root.
+        self.image = image
+        release: Callable[[], None] | None = None
+        if image is not None:
+            runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
+            if not isinstance(runner, Runner):
+                raise ValidationError("image", "a session in an image needs a Runner source")
+            inner, release = runner.images.hold(image)
+            self._execute = inner.execute
         self.ttl_s = check_time("ttl_s", ttl_s)
         self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
         self.id = session_id or secrets.token_hex(8)
@@ -116,6 +127,9 @@ class Session:
         self.end_detail = ""
         self.result: ExecResult | None = None
         self._on_end: list[Callable[[Session], None]] = []
+        if release is not None:
+            done = release
+            self._on_end.append(lambda _session: done())
         self._call_lock = threading.Lock()
         # Steps of one session wait for each other here, on their callers' threads: a step
         # queued behind its own session's step would hold an executor slot doing nothing.
@@ -439,6 +453,7 @@ class Session:
                 session_id=session_id,
                 priority=self.priority,
                 caller=self.caller,
+                image=self.image,
             ),
             unpack=lambda child, fd: child._call({"op": "untar_from_fd", "dir": "."}, fd=fd),
             discard=Session.close,
