@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import collections
 import hashlib
@@ -12,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from . import defaults, languages
+from ._threads import threaded
 from .errors import ValidationError
 from .languages.cache import CompileCache
 from .sandbox import (
@@ -213,22 +213,7 @@ class Runner:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
 
-    async def run_async(
-        self,
-        code: str | bytes,
-        language: str = "python",
-        stdin: str | bytes = b"",
-        limits: Limits | None = None,
-        files: Mapping[str, str | bytes] | None = None,
-        args: Sequence[str] = (),
-        collect: Sequence[str] = (),
-        image: str | None = None,
-        isolation: str | None = None,
-    ) -> ExecResult:
-        """Async form of :meth:`run` (the sandbox work happens off the event loop)."""
-        return await asyncio.to_thread(
-            self.run, code, language, stdin, limits, files, args, collect, image, isolation
-        )
+    run_async = threaded(run)
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
         key = hashlib.sha256(
@@ -370,19 +355,4 @@ def run(
     )
 
 
-async def run_async(
-    code: str | bytes,
-    language: str = "python",
-    stdin: str | bytes = b"",
-    limits: Limits | None = None,
-    files: Mapping[str, str | bytes] | None = None,
-    *,
-    args: Sequence[str] = (),
-    collect: Sequence[str] = (),
-    image: str | None = None,
-    isolation: str | None = None,
-) -> ExecResult:
-    """Async form of :func:`run` (the sandbox work happens off the event loop)."""
-    return await default_runner().run_async(
-        code, language, stdin, limits, files, args, collect, image, isolation
-    )
+run_async = threaded(run)

@@ -7,18 +7,13 @@ from typing import Any, Literal
 
 from .. import languages
 from ..errors import ValidationError
-from ..types import Limits
+from ..types import Failure, Limits
 
 TestKind = Literal["stdio", "call", "script", "pytest"]
 Verdict = Literal[
     "accepted",
     "wrong_answer",
-    "runtime_error",
-    "time_limit",
-    "memory_limit",
-    "output_limit",
-    "compile_error",
-    "sandbox_error",
+    Failure,
     # A model's response that holds no code at all (only prose or empty fences): reward 0,
     # nothing is run. Given where responses are read (``assay eval``), never by the judge.
     "no_code",

@@ -20,16 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 _LENIENT = ConfigDict(extra="allow")
 
 
-class RunCodeRequest(BaseModel):
-    model_config = _LENIENT
-    compile_timeout: float = Field(10, description="seconds for the build (compiled languages)")
-    run_timeout: float = Field(10, description="seconds the program may run (CPU and wall)")
-    memory_limit_MB: int = Field(-1, description="MiB, swap included; -1: the server default")
-    code: str = Field(..., examples=['print("hello")'])
-    stdin: str | None = Field(None, examples=[""])
-    language: str = Field(..., examples=["python"], description="SandboxFusion language name")
-    files: dict[str, str | None] = Field({}, description="path -> base64 content (work dir)")
-    fetch_files: list[str] = Field([], description="work-dir paths to return after the run")
+class _Environment(BaseModel):
+    """Assay's extension fields of a run request: where the program runs."""
+
     image: str | None = Field(
         None,
         description="Assay extension: the task image to run on (id, id prefix or name from "
@@ -40,6 +33,18 @@ class RunCodeRequest(BaseModel):
         description='Assay extension: "default" or "gvisor" (the hardened tier); '
         "default: the service's setting",
     )
+
+
+class RunCodeRequest(_Environment):
+    model_config = _LENIENT
+    compile_timeout: float = Field(10, description="seconds for the build (compiled languages)")
+    run_timeout: float = Field(10, description="seconds the program may run (CPU and wall)")
+    memory_limit_MB: int = Field(-1, description="MiB, swap included; -1: the server default")
+    code: str = Field(..., examples=['print("hello")'])
+    stdin: str | None = Field(None, examples=[""])
+    language: str = Field(..., examples=["python"], description="SandboxFusion language name")
+    files: dict[str, str | None] = Field({}, description="path -> base64 content (work dir)")
+    fetch_files: list[str] = Field([], description="work-dir paths to return after the run")
 
 
 class RunStatus(StrEnum):
@@ -122,7 +127,7 @@ class LimitsModel(BaseModel):
     output_bytes: int | None = None
 
 
-class RunRequest(BaseModel):
+class RunRequest(_Environment):
     model_config = ConfigDict(extra="forbid")
     code: str
     language: str = "python"
@@ -130,16 +135,6 @@ class RunRequest(BaseModel):
     limits: LimitsModel | None = None
     files: dict[str, str] = Field({}, description="path -> base64 content (work dir)")
     fetch_files: list[str] = []
-    image: str | None = Field(
-        None,
-        description="Assay extension: the task image to run on (id, id prefix or name from "
-        "`assay image list`); unknown images are refused with 422",
-    )
-    isolation: str | None = Field(
-        None,
-        description='Assay extension: "default" or "gvisor" (the hardened tier); '
-        "default: the service's setting",
-    )
 
 
 class ProcessOutput(BaseModel):
