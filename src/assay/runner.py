@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from . import defaults, languages
 from ._threads import threaded
@@ -316,6 +317,8 @@ def _image_runner(config: SandboxConfig, pool_size: int, cache: CompileCache) ->
     return Runner(open_sandbox(config, pool_size=pool_size), compile_cache=cache)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
 _default: Runner | None = None
 _default_lock = threading.Lock()
 
@@ -330,29 +333,22 @@ def default_runner() -> Runner:
         return _default
 
 
-def run(
-    code: str | bytes,
-    language: str = "python",
-    stdin: str | bytes = b"",
-    limits: Limits | None = None,
-    files: Mapping[str, str | bytes] | None = None,
-    *,
-    args: Sequence[str] = (),
-    collect: Sequence[str] = (),
-    image: str | None = None,
-    isolation: str | None = None,
-) -> ExecResult:
-    """Run ``code`` in a fresh, fully isolated sandbox and report what it did (``image``:
-    a task image's root instead of the host's, see ``assay image``; ``isolation``:
-    ``"gvisor"`` for the hardened tier).
+def _on_default_runner(method: Callable[Concatenate[Runner, P], R]) -> Callable[P, R]:
+    """``method`` of the process-wide runner, as a function with the method's parameters."""
 
-    >>> import assay
-    >>> assay.run("print(input()[::-1])", stdin="abc").stdout
-    b'cba\\n'
-    """
-    return default_runner().run(
-        code, language, stdin, limits, files, args, collect, image, isolation
-    )
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return method(default_runner(), *args, **kwargs)
+
+    return call
 
 
+run = _on_default_runner(Runner.run)
+run.__doc__ = """Run ``code`` in a fresh, fully isolated sandbox and report what it did
+(:meth:`Runner.run` of the process-wide runner: same parameters).
+
+>>> import assay
+>>> assay.run("print(input()[::-1])", stdin="abc").stdout
+b'cba\\n'
+"""
 run_async = threaded(run)
