@@ -7,6 +7,8 @@ script ends with one JSON line:
   one-shot sandbox run of ``pass`` (``create_vs_plain_run``);
 - ``exec_p50_ms``: ``exec("true")`` in a warm session, against ``bash -c true`` started on the
   host with no sandbox (``exec_vs_host_bash``);
+- ``exec_on_executor_p50_ms``: the same step in a session made on an idle ``LocalExecutor``
+  (the step waits for one of its slots, as the service's sessions do);
 - ``fork_p50_ms``: ``fork()`` of a session holding a 10 MiB (incompressible) workspace;
 - ``concurrent_sessions`` / ``memory_per_idle_session_mib``: idle sessions held open at once,
   and what each costs: the proportional set size (PSS) of all its processes, plus the host's
@@ -32,12 +34,13 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from assay import Limits, Runner, Sandbox, Session, SessionLimits
+from assay import Limits, LocalExecutor, Runner, Sandbox, Session, SessionLimits
 from assay.tasks import AgentTask
 
 IDLE_LIMITS = SessionLimits(cpu_s=60, memory_mb=64, processes=16, disk_mb=16)
@@ -109,10 +112,22 @@ def bench_create_exec(runner: Runner, n: int) -> dict[str, float]:
             t = time.perf_counter()
             subprocess.run(["bash", "-c", "true"], check=True)
             host.append(time.perf_counter() - t)
+    on_slot = []
+    with (
+        tempfile.TemporaryDirectory() as state,
+        LocalExecutor(runner, state_dir=state) as ex,
+        Session(ex, limits=IDLE_LIMITS) as s,
+    ):
+        s.exec("true")
+        for _ in range(n * 2):
+            t = time.perf_counter()
+            s.exec("true")
+            on_slot.append(time.perf_counter() - t)
     out = {
         "create_p50_ms": p50(create),
         "plain_run_p50_ms": p50(plain),
         "exec_p50_ms": p50(exec_),
+        "exec_on_executor_p50_ms": p50(on_slot),
         "host_bash_p50_ms": p50(host),
     }
     out["create_vs_plain_run"] = out["create_p50_ms"] / out["plain_run_p50_ms"]
