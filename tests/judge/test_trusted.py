@@ -33,3 +33,14 @@ def test_same_verdicts_compiled_or_as_source(
     good = judge.judge(Submission(PROBLEM, PROMPT + SOLUTION))
     bad = judge.judge(Submission(PROBLEM, PROMPT + "    return True\n"))
     assert (good.verdict, bad.verdict) == ("accepted", "wrong_answer"), (good.reason, bad.reason)
+
+
+def test_submissions_compile_without_the_codecs_future_import(runner: Runner) -> None:
+    # The codec shipped in front of the trusted scripts starts with ``from __future__ import
+    # annotations``; compile() would pass it on to the submission, whose annotations would
+    # then never be evaluated. Plain Python raises NameError on this definition.
+    code = PROMPT.replace("numbers: List[float]", "numbers: Undefined") + SOLUTION
+    assert code != PROMPT + SOLUTION
+    result = Judge(runner).judge(Submission(PROBLEM, code))
+    assert result.verdict == "runtime_error", result.reason
+    assert "NameError" in result.reason

@@ -30,8 +30,10 @@ def f(n):
 
 def test_a_reference_that_loops_or_eats_memory_costs_only_its_input(runner: Runner) -> None:
     inputs = [[0], [1], [6], [2], [7], [3], [8], [4], [9], [5], [10]]
+    # call_s leaves the memory eater time to reach the limit on a loaded machine (filling
+    # 256 MiB costs CPU too)
     got = oracle.answers(
-        runner, REF, "f", inputs, call_s=0.3, limits=Limits(time_s=2.0, memory_mb=256)
+        runner, REF, "f", inputs, call_s=1.0, limits=Limits(time_s=2.0, memory_mb=256)
     )
     by_n = {args[0]: a for args, a in zip(inputs, got, strict=True)}
     for n in (0, 6, 7, 8, 9, 10):
@@ -115,3 +117,11 @@ def test_the_oracle_ships_with_the_judges_codec_in_front() -> None:
     assert script.startswith(source(CODEC))
     assert b"from _assay_codec import" not in script
     compile(script, "/work/oracle.py", "exec")
+
+
+def test_programs_compile_without_the_codecs_future_import(runner: Runner) -> None:
+    # as plain Python: the annotation is evaluated at definition, so this reference fails
+    got = oracle.answers(runner, "def f(n: Undefined):\n    return n\n", "f", [[1]])
+    assert got[0].status == "crash"
+    kill = oracle.kills(runner, ["def f(n: Undefined):\n    return n\n"], "f", [[1]], [1], [0.2])
+    assert kill[0].killed_by == (-1,)

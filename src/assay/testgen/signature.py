@@ -57,25 +57,11 @@ def examples(prompt: str, entry: str, arity: int) -> list[tuple[Any, ...]]:
     """Argument tuples of every literal call ``entry(...)`` written in ``prompt``."""
     out: list[tuple[Any, ...]] = []
     for match in re.finditer(rf"(?<![\w.]){re.escape(entry)}\s*\(", prompt):
-        start = match.end()
-        depth, i, quote = 1, start, ""
-        while i < len(prompt) and depth:
-            ch = prompt[i]
-            if quote:
-                if ch == "\\":
-                    i += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            i += 1
-        if depth:
+        start = match.end()  # just after the "("
+        end = _balanced_end(prompt[start - 1 :])
+        if end is None:
             continue
-        text = prompt[start : i - 1]
+        text = prompt[start : start + end - 2]
         if prompt[match.start() - 4 : match.start()].endswith("def "):
             continue  # the definition itself
         try:

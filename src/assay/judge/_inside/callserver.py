@@ -99,7 +99,7 @@ def main():
     sys.modules["solution"] = module
     try:
         with open(source_path, "rb") as fh:
-            code = compile(fh.read(), source_path, "exec")
+            code = compile(fh.read(), source_path, "exec", dont_inherit=True)
         exec(code, module.__dict__)
     except SystemExit:
         raise

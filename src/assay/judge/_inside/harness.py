@@ -139,7 +139,7 @@ def run_test(test, names, imports=(), variables=()):
         env[name] = proxy(name)
     if test.get("setup"):
         try:
-            exec(compile(test["setup"], "<setup>", "exec"), env)
+            exec(compile(test["setup"], "<setup>", "exec", dont_inherit=True), env)
         except Exception:
             pass  # a prompt that is not runnable alone only loses its helpers
     for name in names:  # the submission's functions win over the prompt's stubs
@@ -156,9 +156,9 @@ def run_test(test, names, imports=(), variables=()):
             except RemoteError:
                 pass
     try:
-        exec(compile(test["code"], "<test>", "exec"), env)
+        exec(compile(test["code"], "<test>", "exec", dont_inherit=True), env)
         if test.get("call"):
-            eval(compile(test["call"], "<call>", "eval"), env)
+            eval(compile(test["call"], "<call>", "eval", dont_inherit=True), env)
     except RemoteGone as exc:
         return {"outcome": "gone", "message": str(exc)}
     except RemoteError as exc:

@@ -68,7 +68,7 @@ def load(source, filename):
     module = types.ModuleType("solution")
     module.__file__ = filename
     sys.modules["solution"] = module
-    exec(compile(source, filename, "exec"), module.__dict__)
+    exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
     return module
 
 
@@ -118,7 +118,7 @@ def answer(job, out):
     fn = getattr(module, job["entry"])
     contract = None
     if job.get("contract"):
-        exec(compile(job["contract"], "<contract>", "exec"), module.__dict__)
+        exec(compile(job["contract"], "<contract>", "exec", dont_inherit=True), module.__dict__)
         contract = module.__dict__["_assay_contract"]
     for i in range(job["start"], len(job["inputs"])):
         out(["at", i])
