@@ -7,6 +7,8 @@ script ends with one JSON line:
   one-shot sandbox run of ``pass`` (``create_vs_plain_run``);
 - ``exec_p50_ms``: ``exec("true")`` in a warm session, against ``bash -c true`` started on the
   host with no sandbox (``exec_vs_host_bash``);
+- ``exec_on_executor_p50_ms``: the same step in a session made on an idle ``LocalExecutor``
+  (the step waits for one of its slots, as the service's sessions do);
 - ``fork_p50_ms``: ``fork()`` of a session holding a 10 MiB (incompressible) workspace;
 - ``concurrent_sessions`` / ``memory_per_idle_session_mib``: idle sessions held open at once,
   and what each costs: the proportional set size (PSS) of all its processes, plus the host's
@@ -15,7 +17,12 @@ script ends with one JSON line:
   sit idle (each session's supervisor samples its cgroup);
 - ``creates_20_s``: wall time of 20 creates started at once;
 - ``episodes_per_s``: scripted 10-step episodes (create, write a file, 8 steps, close) with
-  ``--workers`` episodes running at once (every core busy).
+  ``--workers`` episodes running at once (every core busy);
+- ``verify_p50_ms`` (issue 16): ``Session.verify()`` on a CodeT repair task (HumanEval/0's
+  first failing CodeGen sample, 7 hidden tests; a small built-in task without the corpora),
+  against a plain one-shot sandbox run of ``pass`` (``verify_vs_plain_run``);
+  ``verify_episodes_per_s``: the same 10-step episodes on that task with a ``verify()``
+  after every other step (5 verifications per episode).
 
 Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [--workers 4]``
 """
@@ -27,11 +34,14 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from assay import Limits, Runner, Sandbox, Session, SessionLimits
+from assay import Limits, LocalExecutor, Runner, Sandbox, Session, SessionLimits
+from assay.tasks import AgentTask
 
 IDLE_LIMITS = SessionLimits(cpu_s=60, memory_mb=64, processes=16, disk_mb=16)
 STEPS = [
@@ -102,10 +112,22 @@ def bench_create_exec(runner: Runner, n: int) -> dict[str, float]:
             t = time.perf_counter()
             subprocess.run(["bash", "-c", "true"], check=True)
             host.append(time.perf_counter() - t)
+    on_slot = []
+    with (
+        tempfile.TemporaryDirectory() as state,
+        LocalExecutor(runner, state_dir=state) as ex,
+        Session(ex, limits=IDLE_LIMITS) as s,
+    ):
+        s.exec("true")
+        for _ in range(n * 2):
+            t = time.perf_counter()
+            s.exec("true")
+            on_slot.append(time.perf_counter() - t)
     out = {
         "create_p50_ms": p50(create),
         "plain_run_p50_ms": p50(plain),
         "exec_p50_ms": p50(exec_),
+        "exec_on_executor_p50_ms": p50(on_slot),
         "host_bash_p50_ms": p50(host),
     }
     out["create_vs_plain_run"] = out["create_p50_ms"] / out["plain_run_p50_ms"]
@@ -203,12 +225,67 @@ def bench_episodes(runner: Runner, episodes: int, workers: int) -> dict[str, flo
     return {"episodes_per_s": episodes / took, "episode_workers": workers}
 
 
+def _repair_task(runner: Runner) -> AgentTask:
+    corpora = Path(os.environ.get("ASSAY_CORPORA", Path(__file__).parents[2] / "shared/corpora"))
+    samples = corpora / "codet" / "humaneval-codegen16b-100-samples.jsonl"
+    if samples.exists():
+        from assay.tasks.codet import from_samples
+
+        dataset = corpora / "humaneval" / "HumanEval.jsonl.gz"
+        return next(from_samples(samples, dataset, runner, tasks={"HumanEval/0"}))
+    tests = "from solution import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    return AgentTask(
+        "calc",
+        "fix add",
+        {"solution.py": b"def add(a, b):\n    return a - b\n"},
+        {"test_hidden.py": tests},
+    )
+
+
+def bench_verify(runner: Runner, n: int, episodes: int, workers: int) -> dict[str, float]:
+    task = _repair_task(runner)
+    plain = []
+    for _ in range(n):
+        t = time.perf_counter()
+        runner.run("pass")
+        plain.append(time.perf_counter() - t)
+    times = []
+    with Session.for_task(runner, task, limits=IDLE_LIMITS) as s:
+        s.verify()  # the task's baseline run, once per task
+        for i in range(n):
+            if i % 2:
+                s.exec("echo '# edit' >> solution.py")
+            t = time.perf_counter()
+            s.verify()
+            times.append(time.perf_counter() - t)
+
+    def episode(i: int) -> None:
+        with Session.for_task(runner, task, limits=IDLE_LIMITS) as s:
+            for k, cmd in enumerate(STEPS[:8] + STEPS[:2]):
+                s.exec(cmd, timeout_s=30)
+                if k % 2:
+                    assert s.verify().reward is not None
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(episode, range(workers)))  # warm
+        t = time.perf_counter()
+        list(pool.map(episode, range(episodes)))
+        took = time.perf_counter() - t
+    return {
+        "verify_p50_ms": p50(times),
+        "verify_plain_run_p50_ms": p50(plain),
+        "verify_vs_plain_run": p50(times) / p50(plain),
+        "verify_episodes_per_s": episodes / took,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="samples for create/exec p50")
     ap.add_argument("--idle", type=int, default=500, help="idle sessions to hold open")
     ap.add_argument("--episodes", type=int, default=40)
     ap.add_argument("--workers", type=int, default=2 * len(os.sched_getaffinity(0)))
+    ap.add_argument("--only", help="run only this part (e.g. verify)")
     args = ap.parse_args()
     with Runner(Sandbox(pool_size=8)) as runner:
         runner.warm_up(8)
@@ -219,8 +296,11 @@ def main() -> None:
             ("fork", lambda: bench_fork(runner, 5)),
             ("creates_20", lambda: bench_creates_20(runner)),
             ("episodes", lambda: bench_episodes(runner, args.episodes, args.workers)),
+            ("verify", lambda: bench_verify(runner, args.runs, args.episodes, args.workers)),
             ("idle", lambda: bench_idle(runner, args.idle)),
         ]:
+            if args.only and name != args.only:
+                continue
             print(f"{name} ...", flush=True)
             got = fn()
             for key, value in got.items():

@@ -17,6 +17,17 @@ _STATE = tempfile.mkdtemp(prefix="assay-test-state-")
 os.environ.setdefault("ASSAY_RECORDS", os.path.join(_STATE, "records"))
 os.environ.setdefault("ASSAY_STATE_DIR", os.path.join(_STATE, "state"))
 os.environ.setdefault("ASSAY_CACHE_DIR", os.path.join(_STATE, "compile-cache"))
+# Task images the tests build (minutes with mmdebstrap) are kept across sessions: the store
+# is content-addressed by spec, so a later session finds them already built.
+os.environ.setdefault("ASSAY_IMAGES_DIR", "/var/tmp/assay-test-images")
+# ASSAY_TEST_IMAGE=<spec file, id or name>: every sandbox of the session runs on that image,
+# built first if a spec names it (the security suite's image mode: `make security-image`).
+if os.environ.get("ASSAY_TEST_IMAGE"):
+    from assay.images import ImageSpec, ImageStore, build_image
+
+    _ref = os.environ["ASSAY_TEST_IMAGE"]
+    _image = build_image(ImageSpec.load(_ref)) if _ref.endswith(".toml") else ImageStore().get(_ref)
+    os.environ["ASSAY_IMAGE_ROOT"] = _image.path
 
 
 @pytest.fixture(scope="session")

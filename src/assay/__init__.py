@@ -14,6 +14,7 @@ from .errors import (
     ValidationError,
 )
 from .executor import BatchHandle, JobResult, LocalExecutor, RunJob
+from .executor.ray import RayExecutor  # imports Ray only when one is created
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
 from .reward import (
     BinaryReward,
@@ -65,6 +66,7 @@ __all__ = [
     "Overloaded",
     "Problem",
     "QualityReward",
+    "RayExecutor",
     "Reward",
     "RewardFn",
     "RewardResult",

@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import collections
+import functools
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from . import defaults, languages
+from ._threads import threaded
 from .errors import ValidationError
 from .languages.cache import CompileCache
-from .sandbox import COLLECT_MAX_BYTES, RunRequest, Sandbox, SandboxConfig, files_disk_bytes
+from .sandbox import (
+    COLLECT_MAX_BYTES,
+    GVisorSandbox,
+    RunRequest,
+    Sandbox,
+    SandboxConfig,
+    check_isolation,
+    files_disk_bytes,
+    open_sandbox,
+)
 from .telemetry import tracing
 from .types import ExecResult, Limits
+
+if TYPE_CHECKING:
+    from .images.pools import ImagePools
 
 __all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
 
@@ -28,11 +42,12 @@ class Runner:
 
     def __init__(
         self,
-        sandbox: Sandbox | None = None,
+        sandbox: Sandbox | GVisorSandbox | None = None,
         config: SandboxConfig | None = None,
         compile_cache: CompileCache | None = None,
     ) -> None:
-        self.sandbox = sandbox or Sandbox(config)
+        #: The default tier's pool, or the gVisor tier's (``config.isolation``).
+        self.sandbox = sandbox or open_sandbox(config)
         #: On-disk artefacts shared across processes and restarts; a small in-memory LRU
         #: sits in front of it.
         self.compile_cache = compile_cache or CompileCache()
@@ -40,9 +55,47 @@ class Runner:
         self._cache_bytes = 0
         self._lock = threading.Lock()
         self._building: dict[str, threading.Lock] = {}
+        self._images: ImagePools[Runner] | None = None
+        self._tiers: dict[str, Runner] = {}
+
+    @property
+    def isolation(self) -> str:
+        """This runner's own tier (``"default"`` or ``"gvisor"``)."""
+        return self.sandbox.config.isolation
 
     def close(self) -> None:
+        with self._lock:
+            images, self._images = self._images, None
+            tiers, self._tiers = list(self._tiers.values()), {}
+        if images is not None:
+            images.close()
+        for tier in tiers:
+            tier.close()
         self.sandbox.close()
+
+    def tier(self, isolation: str) -> Runner:
+        """The runner of isolation tier ``isolation`` on this runner's root (this runner
+        itself for its own tier; another, created on first use, sharing the compile cache)."""
+        check_isolation(isolation)
+        if isolation == self.isolation:
+            return self
+        with self._lock:
+            other = self._tiers.get(isolation)
+            if other is None:
+                config = replace(self.sandbox.config, isolation=isolation)
+                other = Runner(config=config, compile_cache=self.compile_cache)
+                self._tiers[isolation] = other
+            return other
+
+    @property
+    def images(self) -> ImagePools[Runner]:
+        """Warm pools of the task images this runner has run on (created on first use)."""
+        with self._lock:
+            if self._images is None:
+                from .images.pools import ImagePools
+
+                self._images = ImagePools(self.sandbox.config, _image_runner)
+            return self._images
 
     def __enter__(self) -> Runner:
         return self
@@ -59,9 +112,20 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        image: str | None = None,
+        isolation: str | None = None,
     ) -> ExecResult:
         """Build (cached) and run ``code``; ``args`` follow the program on its command line,
-        ``collect`` names work-dir files to return in ``ExecResult.files``."""
+        ``collect`` names work-dir files to return in ``ExecResult.files``; ``image`` (an
+        id, id prefix or name from ``assay image list``) runs it with that image as the
+        sandbox's root instead of the host's; ``isolation`` (``"default"``, ``"gvisor"``)
+        picks the tier (default: this runner's)."""
+        tier = check_isolation(isolation) if isolation is not None else self.isolation
+        if image is not None:
+            with self.images.use(image, tier) as inner:
+                return inner.run(code, language, stdin, limits, files, args, collect)
+        if tier != self.isolation:
+            return self.tier(tier).run(code, language, stdin, limits, files, args, collect)
         request = self.request(code, language, stdin, limits, files, args, collect)
         if isinstance(request, ExecResult):
             return request
@@ -150,20 +214,7 @@ class Runner:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
 
-    async def run_async(
-        self,
-        code: str | bytes,
-        language: str = "python",
-        stdin: str | bytes = b"",
-        limits: Limits | None = None,
-        files: Mapping[str, str | bytes] | None = None,
-        args: Sequence[str] = (),
-        collect: Sequence[str] = (),
-    ) -> ExecResult:
-        """Async form of :meth:`run` (the sandbox work happens off the event loop)."""
-        return await asyncio.to_thread(
-            self.run, code, language, stdin, limits, files, args, collect
-        )
+    run_async = threaded(run)
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
         key = hashlib.sha256(
@@ -261,6 +312,13 @@ class Runner:
                 self._cache_bytes -= len(self._cache.popitem(last=False)[1])
 
 
+def _image_runner(config: SandboxConfig, pool_size: int, cache: CompileCache) -> Runner:
+    """A runner whose sandbox root is ``config.image_root`` (one per image in use)."""
+    return Runner(open_sandbox(config, pool_size=pool_size), compile_cache=cache)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
 _default: Runner | None = None
 _default_lock = threading.Lock()
 
@@ -275,34 +333,22 @@ def default_runner() -> Runner:
         return _default
 
 
-def run(
-    code: str | bytes,
-    language: str = "python",
-    stdin: str | bytes = b"",
-    limits: Limits | None = None,
-    files: Mapping[str, str | bytes] | None = None,
-    *,
-    args: Sequence[str] = (),
-    collect: Sequence[str] = (),
-) -> ExecResult:
-    """Run ``code`` in a fresh, fully isolated sandbox and report what it did.
+def _on_default_runner(method: Callable[Concatenate[Runner, P], R]) -> Callable[P, R]:
+    """``method`` of the process-wide runner, as a function with the method's parameters."""
 
-    >>> import assay
-    >>> assay.run("print(input()[::-1])", stdin="abc").stdout
-    b'cba\\n'
-    """
-    return default_runner().run(code, language, stdin, limits, files, args, collect)
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        return method(default_runner(), *args, **kwargs)
+
+    return call
 
 
-async def run_async(
-    code: str | bytes,
-    language: str = "python",
-    stdin: str | bytes = b"",
-    limits: Limits | None = None,
-    files: Mapping[str, str | bytes] | None = None,
-    *,
-    args: Sequence[str] = (),
-    collect: Sequence[str] = (),
-) -> ExecResult:
-    """Async form of :func:`run` (the sandbox work happens off the event loop)."""
-    return await default_runner().run_async(code, language, stdin, limits, files, args, collect)
+run = _on_default_runner(Runner.run)
+run.__doc__ = """Run ``code`` in a fresh, fully isolated sandbox and report what it did
+(:meth:`Runner.run` of the process-wide runner: same parameters).
+
+>>> import assay
+>>> assay.run("print(input()[::-1])", stdin="abc").stdout
+b'cba\\n'
+"""
+run_async = threaded(run)

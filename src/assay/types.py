@@ -9,8 +9,8 @@ from typing import Any, Literal, get_args
 from . import defaults
 from .errors import ValidationError
 
-Status = Literal[
-    "ok",
+#: How a run can fail (a run's status, and the judge's verdict of the same name).
+Failure = Literal[
     "runtime_error",
     "time_limit",
     "memory_limit",
@@ -18,6 +18,7 @@ Status = Literal[
     "compile_error",
     "sandbox_error",
 ]
+Status = Literal["ok", Failure]
 STATUSES: tuple[str, ...] = get_args(Status)
 
 # Upper bounds that stop absurd requests before they reach the kernel.

@@ -20,7 +20,8 @@ libc = ctypes.CDLL(None, use_errno=True)
 fd = libc.inotify_init1(os.O_NONBLOCK)
 out = {"init": fd >= 0, "watches": {}}
 IN_OPEN, IN_ACCESS = 0x20, 0x1
-for path in (b"/usr/lib/python3.11", b"/usr/lib/python3.11/json", b"/usr", b"/etc", b"/proc"):
+lib = os.path.dirname(os.__file__).encode()  # /usr/lib/python3.X, whatever the image's X
+for path in (lib, lib + b"/json", b"/usr", b"/etc", b"/proc"):
     ctypes.set_errno(0)
     wd = libc.inotify_add_watch(fd, path, IN_OPEN | IN_ACCESS)
     out["watches"][path.decode()] = wd if wd >= 0 else os.strerror(ctypes.get_errno())
@@ -44,7 +45,7 @@ for _ in range(20):
     import importlib, sys
     sys.modules.pop("json", None)
     importlib.import_module("json")
-    open("/usr/lib/python3.11/json/decoder.py").read()
+    open(sys.modules["json.decoder"].__file__).read()
     time.sleep(0.05)
 print("done")
 """

@@ -22,8 +22,10 @@ MAKE = r"""
 import ctypes, json, os
 
 libc = ctypes.CDLL(None, use_errno=True)
+# mq_open is librt's before glibc 2.34 (a task image's older C library)
+mq_open = getattr(libc, "mq_open", None) or ctypes.CDLL("librt.so.1", use_errno=True).mq_open
 libc.shmat.restype = ctypes.c_void_p
-libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 out = {}
 
 def call(name, res):
@@ -36,7 +38,7 @@ if shm >= 0:
     ctypes.memmove(addr, b"left by run 1", 13)
 call("semget", libc.semget(KEY, 1, 0o1000 | 0o666))
 call("msgget", libc.msgget(KEY, 0o1000 | 0o666))
-call("mq_open", libc.mq_open(b"/assay-ipc-test", 0o100 | 0o2, 0o666, None))  # O_CREAT|O_RDWR
+call("mq_open", mq_open(b"/assay-ipc-test", 0o100 | 0o2, 0o666, None))  # O_CREAT|O_RDWR
 print(json.dumps(out))
 """.replace("KEY", str(KEY))
 
@@ -44,12 +46,13 @@ LOOK = r"""
 import ctypes, json
 
 libc = ctypes.CDLL(None, use_errno=True)
-libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
+mq_open = getattr(libc, "mq_open", None) or ctypes.CDLL("librt.so.1", use_errno=True).mq_open
+mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
 print(json.dumps({
     "shmget": libc.shmget(KEY, 0, 0),
     "semget": libc.semget(KEY, 0, 0),
     "msgget": libc.msgget(KEY, 0),
-    "mq_open": libc.mq_open(b"/assay-ipc-test", 0),
+    "mq_open": mq_open(b"/assay-ipc-test", 0),
 }))
 """.replace("KEY", str(KEY))
 

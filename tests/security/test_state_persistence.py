@@ -37,8 +37,10 @@ if shmid >= 0:
     libc.shmat.restype = ctypes.c_void_p
     addr = libc.shmat(shmid, None, 0)
     ctypes.memmove(addr, tag.encode(), len(tag))
-libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-made["mq"] = libc.mq_open(f"/m-{tag}".encode(), 0o100 | 0o2, 0o666, None) >= 0  # O_CREAT|O_RDWR
+# mq_open is librt's before glibc 2.34 (a task image's older C library)
+mq_open = getattr(libc, "mq_open", None) or ctypes.CDLL("librt.so.1", use_errno=True).mq_open
+mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+made["mq"] = mq_open(f"/m-{tag}".encode(), 0o100 | 0o2, 0o666, None) >= 0  # O_CREAT|O_RDWR
 print(json.dumps(made))
 
 json.dumps = lambda *a, **k: "tampered"
@@ -55,9 +57,10 @@ seen = {}
 for root in ("/work", "/tmp", "/dev/shm"):
     seen[root] = sorted(os.path.relpath(os.path.join(d, f), root)
                         for d, dirs, files in os.walk(root) for f in files + dirs)
-libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
+mq_open = getattr(libc, "mq_open", None) or ctypes.CDLL("librt.so.1", use_errno=True).mq_open
+mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int]
 seen["shm"] = libc.shmget(KEY, 0, 0)
-seen["mq"] = libc.mq_open(("/m-" + sys.argv[1]).encode(), 0)
+seen["mq"] = mq_open(("/m-" + sys.argv[1]).encode(), 0)
 seen["json"] = json.dumps([1])
 seen["pi"] = math.pi
 seen["builtins"] = hasattr(builtins, "TAMPERED")

@@ -11,7 +11,7 @@ import pytest
 
 from assay import LocalExecutor, Runner
 from assay.executor import RunJob
-from assay.scheduler import HIGH, LOW
+from assay.scheduler import HIGH, LOW, NORMAL
 from assay.sessions import Session, SessionLimits
 
 SMALL = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
@@ -92,3 +92,17 @@ def test_bad_priority_and_caller_are_refused(runner: Runner) -> None:
         Session(runner, priority=-1)
     with pytest.raises(ValidationError, match="caller"):
         Session(runner, caller="")
+
+
+def test_steps_and_a_batch_of_one_class_share_the_slot(one_slot: LocalExecutor) -> None:
+    # Same priority class: fair shares between the callers ("sessions" and "trainer"), so
+    # neither a burst of steps nor the batch holds the slot until it is through.
+    with Session(one_slot, limits=SMALL) as s:
+        done = _batch(one_slot, 4, NORMAL)
+        steps = [_step_in_thread(s, "sleep 0.4") for _ in range(4)]
+        for t, _ in steps:
+            t.join(60)
+        while len(done) < 4:
+            time.sleep(0.05)
+    finished = sorted(f[0] for _, f in steps)
+    assert min(finished) < max(done) and min(done) < max(finished), (done, finished)

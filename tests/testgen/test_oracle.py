@@ -73,3 +73,45 @@ def test_kills_names_the_inputs_each_program_fails(runner: Runner) -> None:
     assert got[1].killed_by == (2,)
     assert got[2].killed_by == (0, 1, 2)
     assert got[3].killed_by == (-1,)
+
+
+def test_answers_of_subclasses_and_iterators_arrive_as_plain_values(runner: Runner) -> None:
+    code = (
+        "import collections, enum\n"
+        "class Color(enum.IntEnum):\n    RED = 3\n"
+        "def f(n):\n"
+        "    if n == 0: return Color.RED\n"
+        "    if n == 1: return collections.Counter('aab')\n"
+        "    if n == 2: return (i * i for i in range(3))\n"
+        "    if n == 3: return {'a': 1}.keys()\n"
+        "    if n == 4: return collections.namedtuple('P', 'x y')(1, 2)\n"
+        "    return object()\n"
+    )
+    got = oracle.answers(runner, code, "f", [[0], [1], [2], [3], [4], [5]])
+    values = [a.value for a in got[:5]]
+    assert values == [3, {"a": 2, "b": 1}, [0, 1, 4], ["a"], (1, 2)]
+    assert [type(v) for v in values] == [int, dict, list, list, tuple]
+    assert got[5].status == "error" and "not a plain value" in got[5].message
+
+
+def test_kills_compare_as_the_judge_does(runner: Runner) -> None:
+    # floats within tolerance pass; 1 is not True; a list is not a tuple
+    programs = [
+        "def f(n):\n    return 0.1 + 0.2\n",
+        "def f(n):\n    return True\n",
+        "def f(n):\n    return [1]\n",
+    ]
+    got = oracle.kills(runner, programs, "f", [[0]], [0.3], [0.2], atol=1e-9)
+    assert got[0].killed_by == ()
+    assert got[1].killed_by == (0,)
+    assert oracle.kills(runner, programs[1:], "f", [[0]], [1], [0.2])[0].killed_by == (0,)
+    assert oracle.kills(runner, programs[2:], "f", [[0]], [(1,)], [0.2])[0].killed_by == (0,)
+
+
+def test_the_oracle_ships_with_the_judges_codec_in_front() -> None:
+    from assay.judge._trusted import CODEC, source
+
+    script = oracle._script()
+    assert script.startswith(source(CODEC))
+    assert b"from _assay_codec import" not in script
+    compile(script, "/work/oracle.py", "exec")

@@ -157,3 +157,21 @@ def test_inputs_the_reference_is_slow_on_are_dropped(runner: Runner) -> None:
     p = generate(runner, task_from_row(row(canonical_solution=slow + BODY)), SMALL)
     assert all(a[0] <= 20 for a in args_of(p))
     assert p.metadata["quality"]["dropped"]["slow"] > 0
+
+
+def test_ints_larger_than_a_plain_loop_can_count_to_are_left_out(runner: Runner) -> None:
+    # sum_to_n as HumanEval/60 writes it: a closed form answers n = 10**9 + 7 at once, but a
+    # correct loop would take a minute; such inputs are left out with the reason.
+    prompt = 'def sum_to_n(n: int) -> int:\n    """\n    >>> sum_to_n(30)\n    465\n    """\n'
+    task = task_from_row(
+        {
+            "task_id": "t/60",
+            "prompt": prompt,
+            "entry_point": "sum_to_n",
+            "canonical_solution": "    return n * (n + 1) // 2\n",
+        }
+    )
+    p = generate(runner, task, SMALL)
+    assert all(abs(a[0]) <= 10**6 for a in args_of(p))
+    q = p.metadata["quality"]
+    assert q["dropped"].get("large_int", 0) > 0 and "large_int" in q["dropped_examples"]

@@ -148,3 +148,30 @@ def test_single_characters_change_case() -> None:
     rng = random.Random(0)
     out = {strategies.mutate("aba", T("str"), rng, "ab") for _ in range(300)}
     assert {"Aba", "abA"} & out
+
+
+def test_ints_stay_under_the_cap_unless_the_prompt_writes_larger_ones() -> None:
+    s = sig()
+    assert strategies.int_cap(s) == strategies.INT_CAP
+    assert strategies.magnitude(([3, -(10**9)], {"k": (7,)}, True)) == 10**9
+    assert strategies.magnitude(([], "12345678901")) == 0  # digits in text are not ints
+    big = signature(
+        "def f(n: int) -> int:\n    '''\n    >>> f(12345678901234)\n    1\n    '''\n",
+        "def f(n: int) -> int:\n    return 1\n",
+        "f",
+    )
+    assert strategies.int_cap(big) == 12345678901234
+
+
+def test_a_value_written_under_another_name_seeds_the_one_unnamed_parameter() -> None:
+    # HumanEval/160's prompt: no call, "operator[...]" names a parameter, "array = [...]"
+    # is the other one (typed by the contract) under another name
+    prompt = (
+        "def do_algebra(operator, operand):\n    '''\n    operator['+', '*', '-']\n"
+        "    array = [2, 3, 4, 5]\n    result = 2 + 3 * 4 - 5\n    '''\n"
+    )
+    contract = "\n    assert all(type(x) == int and x >= 0 for x in operand)\n"
+    s = signature(prompt, prompt + "    return 0\n", "do_algebra", contract)
+    assert s.examples == ((["+", "*", "-"], [2, 3, 4, 5]),)
+    # without a type for the unnamed parameter, nothing is guessed
+    assert signature(prompt, prompt + "    return 0\n", "do_algebra").examples == ()

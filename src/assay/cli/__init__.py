@@ -43,6 +43,12 @@ def _register_records() -> None:
     )
 
 
+def _register_image() -> None:
+    from .image import image_app
+
+    app.add_typer(image_app, name="image")
+
+
 def _register_serve() -> None:
     from ..server.cli import serve_command
 
@@ -50,9 +56,17 @@ def _register_serve() -> None:
 
 
 def _register_tests() -> None:
-    from ..testgen.cli import tests_app
+    from .tests import tests_app
 
     app.add_typer(tests_app, name="tests")
+
+
+def _register_agents() -> None:
+    from .agent import agent_app
+    from .tasks import tasks_app
+
+    app.add_typer(tasks_app, name="tasks")
+    app.add_typer(agent_app, name="agent")
 
 
 def _register_top() -> None:
@@ -62,9 +76,11 @@ def _register_top() -> None:
 
 
 _register_records()
+_register_image()
 _register_serve()
 _register_tests()
 _register_top()
+_register_agents()
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -33,6 +33,7 @@ def doctor(
         "launcher": native.launcher if native else None,
         "library": native.library if native else None,
     }
+    environments = _environments()
     if as_json:
         sys.stdout.write(
             json.dumps(
@@ -41,6 +42,7 @@ def doctor(
                     "missing_mandatory": missing,
                     "languages": langs,
                     "fast_start": fast_start,
+                    **environments,
                 }
             )
             + "\n"
@@ -72,7 +74,27 @@ def doctor(
         ("C set-up library (Python programs start fast)", fast_start["library"]),
     ):
         row(label, path is not None, False, path or "no C compiler: the Python fallback is used")
+    gv = environments["gvisor"]
+    row("gVisor tier (isolation=gvisor)", gv["available"], False, gv["detail"])
+    row(
+        "image builds (mmdebstrap)",
+        environments["image_build"]["available"],
+        False,
+        environments["image_build"]["detail"],
+    )
     console.print(table)
+    if environments["images"]:
+        img_table = Table(title="Task images")
+        for col in ("id", "name", "python", "size"):
+            img_table.add_column(col, overflow="fold")
+        for image in environments["images"]:
+            img_table.add_row(
+                image["id"][:12],
+                image["name"],
+                image["python"] or "-",
+                f"{image['size_bytes'] / (1 << 20):.0f} MiB",
+            )
+        console.print(img_table)
     lang_table = Table(title="Languages")
     lang_table.add_column("language", no_wrap=True)
     lang_table.add_column("installed", no_wrap=True)
@@ -121,3 +143,22 @@ def _language_versions() -> dict[str, str]:
         except Exception as exc:
             out[name] = f"missing ({exc})"
     return out
+
+
+def _environments() -> dict[str, Any]:
+    """The hardened tier's and the image store's state (``assay image``)."""
+    import shutil
+
+    from ..images import ImageStore
+    from ..sandbox.gvisor import available
+
+    ok, detail = available()
+    builder = shutil.which("mmdebstrap")
+    return {
+        "gvisor": {"available": ok, "detail": detail},
+        "image_build": {
+            "available": builder is not None,
+            "detail": builder or "mmdebstrap not installed (apt-get install mmdebstrap)",
+        },
+        "images": [i.to_json() for i in ImageStore().list()],
+    }

@@ -48,10 +48,15 @@ def run(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
+    image: Annotated[
+        str | None,
+        typer.Option("--image", help="Task image (id or name, `assay image list`) as the root."),
+    ] = None,
 ) -> None:
     """Run one program in the sandbox and print what it did.
 
     Example: [bold]assay run solution.py --stdin input.txt --time-limit 1 --json[/]
+    (add [bold]--image py39[/] to run it on a task image instead of the host's root)
     """
     try:
         code = file.read_bytes()
@@ -74,7 +79,10 @@ def run(
         raise typer.Exit(EXIT_USAGE) from exc
     runner = make_runner(insecure)
     try:
-        result = runner.run(code, lang_name, data, limits)
+        result = runner.run(code, lang_name, data, limits, image=image)
+    except ValidationError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_USAGE) from exc
     except AssayError as exc:
         err_console.print(f"[red]sandbox error:[/] {exc}")
         raise typer.Exit(EXIT_SANDBOX) from exc

@@ -8,9 +8,15 @@ executor's budget while it runs. The caller's thread waits for the result.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from ..errors import ClosedError
+from ..scheduler import NORMAL, FairQueue, Task
+from ..telemetry import Metrics
+from ._jobs import Memory
 
 R = TypeVar("R")
 
@@ -38,3 +44,47 @@ class SlotCall(Generic[R]):
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]  # set: run() ended without error
+
+
+class SlotCalls:
+    """The executor's side of calls (mixed into :class:`~assay.executor.LocalExecutor`)."""
+
+    _closed: bool
+    _busy: int
+    _lock: threading.Lock
+    _batches: itertools.count[int]
+    _memory: Memory
+    queue: FairQueue
+    metrics: Metrics
+
+    def call(
+        self,
+        fn: Callable[[], R],
+        *,
+        priority: int = NORMAL,
+        caller: str = "sessions",
+        estimate_s: float = 0.0,
+        memory_mb: int = 0,
+    ) -> R:
+        """``fn()`` run on one of the executor's slots, queued with its jobs by the
+        scheduler's rules, and its result (or exception). Raises
+        :class:`~assay.errors.Overloaded` when the queue is full, and
+        :class:`~assay.errors.ClosedError` once the executor is closed."""
+        if self._closed:
+            raise ClosedError("executor is closed")
+        slot_call = SlotCall(fn, memory_mb)
+        self.queue.put_many([Task(slot_call, caller, priority, estimate_s, next(self._batches))])
+        return slot_call.wait()
+
+    def _run_call(self, slot_call: SlotCall[Any], wait: float) -> None:
+        """A worker's turn at a call: the slot and the call's memory are held while it runs."""
+        with self._lock:
+            self._busy += 1
+        self.metrics.observe_queue_wait(wait)
+        self._memory.acquire(slot_call.memory_mb)
+        try:
+            slot_call.run()
+        finally:
+            self._memory.release(slot_call.memory_mb)
+            with self._lock:
+                self._busy -= 1

@@ -6,12 +6,14 @@ import logging
 import socket
 import time
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..telemetry import NullWriter, RecordWriter
-from ._jobs import Sub
 from .backend import JobInfo
 from .types import JobResult
+
+if TYPE_CHECKING:
+    from ._jobs import Sub
 
 log = logging.getLogger("assay.executor")
 
@@ -110,30 +112,6 @@ def build(
     }
 
 
-def write(
-    records: RecordWriter, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None
-) -> None:
-    """Write ``result``'s record; a failing writer is logged, never the job's failure."""
-    if isinstance(records, NullWriter):
-        return  # records are off: do not build what nobody keeps
-    try:
-        records.write(
-            build(
-                info,
-                result,
-                batch_id=sub.handle.id,
-                caller=sub.caller,
-                priority=sub.priority,
-                deadline_at=sub.deadline_at,
-                submitted_at=sub.submitted_at,
-                started_at=started_at,
-                ended_at=time.time(),
-            )
-        )
-    except Exception:
-        log.exception("could not write the execution record of job %s", result.job_id)
-
-
 def log_fields(batch_id: str, caller: str, result: JobResult) -> dict[str, Any]:
     """The ``extra`` of the executor's per-job log line: ids and outcome, never code or output."""
     return {
@@ -155,3 +133,28 @@ def _sha(code: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(code).hexdigest()
+
+
+def write(
+    records: RecordWriter, sub: Sub, info: JobInfo, result: JobResult, started_at: float | None
+) -> None:
+    """Write the record of ``result`` for batch entry ``sub``; a failing writer is logged,
+    never raised into the worker that delivered the result."""
+    if isinstance(records, NullWriter):
+        return  # records are off: do not build what nobody keeps
+    try:
+        records.write(
+            build(
+                info,
+                result,
+                batch_id=sub.handle.id,
+                caller=sub.caller,
+                priority=sub.priority,
+                deadline_at=sub.deadline_at,
+                submitted_at=sub.submitted_at,
+                started_at=started_at,
+                ended_at=time.time(),
+            )
+        )
+    except Exception:
+        log.exception("could not write the execution record of job %s", result.job_id)

@@ -81,6 +81,8 @@ class _Fingerprints:
             "checker": problem.checker,
             "limits": _limits(problem.limits),
         }
+        if problem.image is not None:  # keys of problems without one stay as they were
+            body["image"] = problem.image
         digest = hashlib.sha256(_canonical(body)).hexdigest()
         with self._lock:
             self._data[id(problem)] = (problem, digest)
@@ -173,6 +175,8 @@ class _Describer:
                     tuple(getattr(job.limits, f) for f in _LIMIT_FIELDS),
                     tuple((str(p), _code_bytes(d)) for p, d in job.files),
                     tuple(str(c) for c in job.collect),
+                    job.image,
+                    job.isolation,
                 )
             ).encode()
             key = hashlib.sha256(
@@ -194,7 +198,7 @@ def _split(job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
     out: list[tuple[list[int], Job]] = []
     for a, b in itertools.pairwise(bounds):
         indices = list(range(a, b))
-        sub = Problem(p.id, p.tests[a:b], p.limits, p.checker, p.references, p.metadata)
+        sub = Problem(p.id, p.tests[a:b], p.limits, p.checker, p.references, p.metadata, p.image)
         out.append((indices, Submission(sub, job.code, job.language)))
     return out
 
@@ -248,6 +252,8 @@ class SandboxBackend(_Common):
                 job.limits,
                 dict(job.files) or None,
                 collect=job.collect,
+                image=job.image,
+                isolation=job.isolation,
             )
             elapsed = time.perf_counter() - started
             return Execution(

@@ -3,16 +3,15 @@
 One worker thread per slot pulls the next task from the :class:`~assay.scheduler.FairQueue`
 (priority, fairness, longest-first) and runs it on the backend. Around that loop:
 
-- **Dedup and cache**: a job matching a finished, queued or running job (content hash)
-  takes or waits for its result. Identical programs run once.
+- **Dedup and cache**: identical jobs (content hash) run once; the others take its result.
 - **Split**: when a batch has fewer jobs than slots, a long submission's tests are spread
   over several slots and the parts' judgements combined.
 - **Retries**: only ``sandbox_error`` (our fault) is retried, at most ``retries`` times
   (``attempts`` in the result and record); the program's own failures never are.
 - **Deadlines and cancellation**: unfinished jobs of the batch get a ``deadline`` or
   ``cancelled`` result with ``reward=None`` at once; queued work nobody waits for is dropped.
-- **Records and metrics** for every job (:mod:`assay.telemetry`).
-- **Calls** (:meth:`LocalExecutor.call`): non-job work, e.g. session steps, on a slot.
+- **Records and metrics** for every job (:mod:`assay.telemetry`); **calls** (session
+  steps) share the slots (:mod:`assay.executor._calls`).
 """
 
 from __future__ import annotations
@@ -23,19 +22,19 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import defaults
-from ..errors import ClosedError, ValidationError
+from ..errors import ValidationError
 from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..scheduler.queue import Order
 from ..telemetry import Metrics, RecordWriter, open_writer, tracing
 from . import _records
-from ._calls import SlotCall
+from ._calls import SlotCall, SlotCalls
 from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from .backend import Backend, JobInfo, SandboxBackend
@@ -43,10 +42,9 @@ from .batch import BatchHandle, Callback, ended
 from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
-R = TypeVar("R")
 
 
-class LocalExecutor:
+class LocalExecutor(SlotCalls):
     """Runs batches of jobs on this machine. Thread-safe; use as a context manager.
 
     >>> with LocalExecutor() as ex:                                 # doctest: +SKIP
@@ -121,12 +119,18 @@ class LocalExecutor:
             # Two armed sandboxes per slot: a slot that just finished a run re-arms in the
             # background while the worker takes the other, so a burst finds them ready.
             self.backend.runner.warm_up(2 * self.slots)
-        self._workers = [
+        self._workers = self._start_workers()
+
+    def _start_workers(self) -> list[threading.Thread]:
+        """One thread per slot pulling from the queue (the cluster executor overrides this
+        with its dispatcher to the node agents)."""
+        workers = [
             threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
             for i in range(self.slots)
         ]
-        for t in self._workers:
+        for t in workers:
             t.start()
+        return workers
 
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):08x}"
@@ -240,35 +244,6 @@ class LocalExecutor:
     async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
         return await self.submit(jobs, **kw).gather_async()
 
-    def call(
-        self,
-        fn: Callable[[], R],
-        *,
-        priority: int = NORMAL,
-        caller: str = "sessions",
-        estimate_s: float = 0.0,
-        memory_mb: int = 0,
-    ) -> R:
-        """``fn()`` run on one of the slots, queued with the jobs by the scheduler's rules
-        (agent session steps; see :mod:`assay.executor._calls`)."""
-        if self._closed:
-            raise ClosedError("executor is closed")
-        slot_call = SlotCall(fn, memory_mb)
-        self.queue.put_many([Task(slot_call, caller, priority, estimate_s, next(self._batches))])
-        return slot_call.wait()
-
-    def _run_call(self, slot_call: SlotCall[Any], wait: float) -> None:
-        with self._lock:
-            self._busy += 1
-        self.metrics.observe_queue_wait(wait)
-        self._memory.acquire(slot_call.memory_mb)
-        try:
-            slot_call.run()
-        finally:
-            self._memory.release(slot_call.memory_mb)
-            with self._lock:
-                self._busy -= 1
-
     def close(self) -> None:
         """Finish queued work, stop the workers, flush records and estimates."""
         with self._lock:
@@ -323,23 +298,12 @@ class LocalExecutor:
             if isinstance(task.payload, SlotCall):
                 self._run_call(task.payload, time.monotonic() - task.enqueued_at)
                 continue
+            claim = self._claim(task, name)
+            if claim is None:
+                continue
             part: Part = task.payload
             job = part.job
-            with self._lock:
-                if job.done or not job.subs:
-                    continue
-                self._busy += 1
             started = time.monotonic()
-            wait = started - task.enqueued_at
-            with self._lock:
-                if job.first_wait_s is None:
-                    job.first_wait_s = wait
-                    job.started_at = time.time()
-                job.worker = name
-                job.attempts = max(job.attempts, part.attempt)
-                batch_id = job.subs[0].handle.id if job.subs else ""
-            self.metrics.observe_queue_wait(wait)
-            span = tracing.start_job(job.id, batch_id, job.info.language, part.attempt, wait)
             acquiring = time.monotonic()
             self._memory.acquire(job.info.limits.memory_mb)
             acquire_s = time.monotonic() - acquiring
@@ -350,32 +314,68 @@ class LocalExecutor:
                 ex = Execution("sandbox_error", None, f"internal error: {exc!r}"[:500])
             finally:
                 self._memory.release(job.info.limits.memory_mb)
+            self._finish(task, ex, time.monotonic() - started, claim, acquire_s)
+
+    def _claim(self, task: Task, worker: str) -> tuple[Any] | None:
+        """A worker takes ``task``: None when nobody waits for its job any more; otherwise
+        its bookkeeping is done (busy, queue wait, attempts) and its span opened, returned
+        in a 1-tuple for :meth:`_finish`."""
+        part: Part = task.payload
+        job = part.job
+        with self._lock:
+            if job.done or not job.subs:
+                return None
+            self._busy += 1
+            wait = time.monotonic() - task.enqueued_at
+            if job.first_wait_s is None:
+                job.first_wait_s = wait
+                job.started_at = time.time()
+            job.worker = worker
+            job.attempts = max(job.attempts, part.attempt)
+            batch_id = job.subs[0].handle.id if job.subs else ""
+        self.metrics.observe_queue_wait(wait)
+        return (tracing.start_job(job.id, batch_id, job.info.language, part.attempt, wait),)
+
+    def _finish(
+        self, task: Task, ex: Execution, elapsed: float, claim: tuple[Any], acquire_s: float = 0.0
+    ) -> None:
+        """A claimed task ran (``elapsed`` seconds in its slot): metrics, then either a retry
+        (``sandbox_error``, attempts left) or the part's result."""
+        part: Part = task.payload
+        job = part.job
+        with self._lock:
+            self._busy -= 1
+        tracing.end_job(claim[0], ex.verdict, ex.reason)
+        self.metrics.observe_run(elapsed)
+        self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
+        if ex.overhead_s is not None:
+            self.metrics.observe_sandbox_start(ex.overhead_s)
+        if ex.verdict == "sandbox_error":
+            self.metrics.sandbox_error()
+            if part.attempt <= self.retries and not self._closed:
+                self.metrics.retry()
+                log.warning("job %s attempt %d: sandbox_error, retrying", job.id, part.attempt)
                 with self._lock:
-                    self._busy -= 1
-            tracing.end_job(span, ex.verdict, ex.reason)
-            elapsed = time.monotonic() - started
-            self.metrics.observe_run(elapsed)
-            self.metrics.observe_execution(job.info.language, ex, elapsed, acquire_s)
-            if ex.overhead_s is not None:
-                self.metrics.observe_sandbox_start(ex.overhead_s)
-            if ex.verdict == "sandbox_error":
-                self.metrics.sandbox_error()
-                if part.attempt <= self.retries and not self._closed:
-                    self.metrics.retry()
-                    log.warning("job %s attempt %d: sandbox_error, retrying", job.id, part.attempt)
-                    retry = Task(
-                        Part(job, part.index, part.payload, part.attempt + 1),
-                        task.caller,
-                        task.priority,
-                        task.estimate,
-                        task.batch_seq,
-                    )
-                    with self._lock:
-                        job.tasks.append(retry)
-                        job.work_s += elapsed
-                    self.queue.put_many([retry], force=True)
-                    continue
-            self._part_done(part, ex, elapsed)
+                    job.work_s += elapsed
+                self._requeue(task)
+                return
+        self._part_done(part, ex, elapsed)
+
+    def _requeue(self, task: Task) -> Task:
+        """Queue ``task``'s part again as its next attempt (ahead of the bound: it was
+        admitted once)."""
+        part: Part = task.payload
+        retry = Task(
+            Part(part.job, part.index, part.payload, part.attempt + 1),
+            task.caller,
+            task.priority,
+            task.estimate,
+            task.batch_seq,
+        )
+        with self._lock:
+            part.job.tasks.append(retry)
+        self.queue.put_many([retry], force=True)
+        return retry
 
     def _part_done(self, part: Part, ex: Execution, elapsed: float) -> None:
         job = part.job
@@ -451,7 +451,8 @@ class LocalExecutor:
         if sub.handle._deliver(result):
             _records.write(self.records, sub, info, result, started_at)
             self.metrics.completed(info.language, ex.verdict)
-            log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
             self._forget_if_done(sub.handle)
 
     def _forget_if_done(self, handle: BatchHandle) -> None:

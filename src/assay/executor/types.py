@@ -31,6 +31,11 @@ class RunJob:
     #: run is never answered from the result cache or shared with an identical run in
     #: flight unless this is True (for programs known to be deterministic).
     cache: bool = False
+    #: The task image to run on (an id, id prefix or name in the image store); None: the
+    #: host's root.
+    image: str | None = None
+    #: ``"default"`` or ``"gvisor"`` (the hardened tier); None: the runner's own tier.
+    isolation: str | None = None
 
 
 Job = Submission | RunJob

@@ -32,12 +32,18 @@ def source(name: str) -> bytes:
     return _PKG.joinpath(name).read_bytes()
 
 
+def with_codec(script: bytes) -> bytes:
+    """``script`` with the codec's source in front of it, in place of its import of
+    ``_assay_codec`` (such scripts define none of the codec's names themselves). Test
+    generation's oracle ships this way too."""
+    body = [line for line in script.split(b"\n") if not line.startswith(_CODEC_IMPORT)]
+    return source(CODEC) + b"\n" + b"\n".join(body)
+
+
 @functools.cache
 def bundled(name: str) -> bytes:
-    """Script ``name`` with the codec's source in front of it, in place of its import of
-    ``_assay_codec`` (the scripts define none of the codec's names themselves)."""
-    body = [line for line in source(name).split(b"\n") if not line.startswith(_CODEC_IMPORT)]
-    return source(CODEC) + b"\n" + b"\n".join(body)
+    """Trusted script ``name`` with the codec in front of it (:func:`with_codec`)."""
+    return with_codec(source(name))
 
 
 @functools.cache

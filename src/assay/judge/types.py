@@ -7,18 +7,13 @@ from typing import Any, Literal
 
 from .. import languages
 from ..errors import ValidationError
-from ..types import Limits
+from ..types import Failure, Limits
 
 TestKind = Literal["stdio", "call", "script", "pytest"]
 Verdict = Literal[
     "accepted",
     "wrong_answer",
-    "runtime_error",
-    "time_limit",
-    "memory_limit",
-    "output_limit",
-    "compile_error",
-    "sandbox_error",
+    Failure,
     # A model's response that holds no code at all (only prose or empty fences): reward 0,
     # nothing is run. Given where responses are read (``assay eval``), never by the judge.
     "no_code",
@@ -66,8 +61,13 @@ class Problem:
     checker: str | None = None
     references: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The task image the tests run on (an id, id prefix or name in the image store);
+    #: None: the host's root.
+    image: str | None = None
 
     def __post_init__(self) -> None:
+        if self.image is not None and (not isinstance(self.image, str) or not self.image):
+            raise ValidationError("image", "must be a non-empty image id or name")
         if not self.tests:
             # A problem without tests would accept anything: an error, never a verdict.
             raise ValidationError("tests", f"problem {self.id!r} has no tests")

@@ -43,6 +43,9 @@ class GccFamily:
             # HumanEval-X's C++ md5 task uses OpenSSL; --as-needed links it only when used.
             "-Wl,--as-needed",
             "-lcrypto",
+            # Threads: part of libc since glibc 2.34, a library of its own before (a task
+            # image's older Debian); --as-needed keeps it out of programs without threads.
+            "-pthread",
         ]
         return Build(argv, [(self.src, source, 0o644)], "main", COMPILE_LIMITS)
 

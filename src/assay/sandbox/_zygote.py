@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import defaults
 from ..errors import SandboxError
+from ._image_root import image_seccomp_fd, wrap
 from ._inside import wire
 from ._launch import build_native
 from .config import SandboxConfig
@@ -85,12 +86,20 @@ class ZygoteProcess:
                         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
                         cfg[key] = fd
                         passed.append(fd)
+        if config.image_root is not None and config.seccomp:
+            # The image's fork server loads the filter the host's libseccomp compiled.
+            bpf = image_seccomp_fd()
+            cfg["seccomp_fd"] = bpf
+            passed.append(bpf)
         bundle = wire.memfd_with(_bundle(), "assay-boot")
         passed.append(bundle)
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
+        argv = [config.python, "-I", "-c", _BOOT, str(bundle), str(child.fileno())]
         try:
+            if config.image_root is not None:
+                argv = wrap(argv, config.image_root)
             self.proc = subprocess.Popen(
-                [config.python, "-I", "-c", _BOOT, str(bundle), str(child.fileno())],
+                argv,
                 env=env,
                 pass_fds=passed,
                 stdin=subprocess.DEVNULL,
@@ -99,9 +108,11 @@ class ZygoteProcess:
                 cwd="/",
                 start_new_session=True,
             )
-        except OSError as exc:
+        except (OSError, SandboxError) as exc:
             parent.close()
             child.close()
+            if isinstance(exc, SandboxError):
+                raise
             raise SandboxError(
                 f"cannot start the sandbox interpreter {config.python!r}: {exc}"
             ) from exc

@@ -53,6 +53,20 @@ class SandboxConfig:
     #: The per-slot id range (uid == gid) used when running as root; see ``defaults``.
     uid_base: int = field(default_factory=lambda: _env_int("ASSAY_UID_BASE", defaults.UID_BASE))
     uid_count: int = field(default_factory=lambda: _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT))
+    #: A task image's root file system (``assay.images``): the fork server then runs the
+    #: image's ``python`` (a path inside the image) with the image as its ``/``, and the
+    #: sandbox's runtime binds come from the image instead of the host. None: the host.
+    #: ``$ASSAY_IMAGE_ROOT`` sets it for every sandbox of the process.
+    #: ``"default"`` (namespaces, cgroups, seccomp, Landlock on the host kernel) or
+    #: ``"gvisor"`` (the hardened tier: programs run on gVisor's user-space kernel, see
+    #: ``gvisor.py``). ``$ASSAY_ISOLATION`` sets it for every sandbox of the process.
+    isolation: str = field(default_factory=lambda: os.environ.get("ASSAY_ISOLATION") or "default")
+    image_root: str | None = field(
+        default_factory=lambda: os.environ.get("ASSAY_IMAGE_ROOT") or None
+    )
+
+    def __post_init__(self) -> None:
+        check_isolation(self.isolation)
 
     def per_slot_ids(self) -> bool:
         """Whether each slot gets its own uid/gid (root, no user namespace)."""
@@ -70,3 +84,15 @@ def is_sandbox_uid(uid: int) -> bool:
     base = _env_int("ASSAY_UID_BASE", defaults.UID_BASE)
     count = _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT)
     return uid == defaults.SANDBOX_UID or base <= uid < base + count
+
+
+ISOLATIONS = ("default", "gvisor")
+
+
+def check_isolation(value: str, field: str = "isolation") -> str:
+    """``value`` if it names an isolation tier, else ValidationError naming ``field``."""
+    if value not in ISOLATIONS:
+        from ..errors import ValidationError
+
+        raise ValidationError(field, f"{value!r} is not one of {', '.join(ISOLATIONS)}")
+    return value

@@ -62,6 +62,28 @@ def _check_collisions(paths: list[str]) -> None:
             parent = os.path.dirname(parent)
 
 
+def validate_request(
+    req: RunRequest,
+) -> tuple[list[tuple[str, bytes, int]], list[str]]:
+    """The request's files and collected paths, normalised; ValidationError naming the
+    field for anything a sandbox (of either tier) refuses."""
+    if len(req.pass_fds) > 16:
+        raise ValidationError("pass_fds", "at most 16 extra fds")
+    if len(req.files) > _MAX_FILES:
+        raise ValidationError("files", f"at most {_MAX_FILES} files per run")
+    files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
+    _check_collisions([p for p, _, _ in files])
+    collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
+    need = files_disk_bytes(files)
+    if need > req.limits.disk_mb << 20:
+        raise ValidationError(
+            "files",
+            f"the input files take {need / (1 << 20):.1f} MiB, more than the run's disk "
+            f"(limits.disk_mb={req.limits.disk_mb})",
+        )
+    return files, collect
+
+
 class Sandbox:
     """A reusable pool of isolated sandboxes (thread-safe; use one per process).
 
@@ -327,20 +349,7 @@ class Sandbox:
                     os.close(fd)
 
     def _execute(self, req: RunRequest) -> ExecResult:
-        if len(req.pass_fds) > 16:
-            raise ValidationError("pass_fds", "at most 16 extra fds")
-        if len(req.files) > _MAX_FILES:
-            raise ValidationError("files", f"at most {_MAX_FILES} files per run")
-        files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
-        _check_collisions([p for p, _, _ in files])
-        collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
-        need = files_disk_bytes(files)
-        if need > req.limits.disk_mb << 20:
-            raise ValidationError(
-                "files",
-                f"the input files take {need / (1 << 20):.1f} MiB, more than the run's disk "
-                f"(limits.disk_mb={req.limits.disk_mb})",
-            )
+        files, collect = validate_request(req)
         try:
             slot = self._acquire(req.mode)
         except SandboxError as exc:

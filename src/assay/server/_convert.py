@@ -208,7 +208,12 @@ def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -
             raise ValidationError(
                 f"{field}.tests[{i}].compare", f"unknown comparator {t.compare!r}; known: {known}"
             )
-    return Problem(model.id, tests, limits=limits(model.limits, settings, base, f"{field}.limits"))
+    return Problem(
+        model.id,
+        tests,
+        limits=limits(model.limits, settings, base, f"{field}.limits"),
+        image=image(model.image, f"{field}.image"),
+    )
 
 
 def label_problem(label: Any, field: str, limits_: Limits) -> Problem:
@@ -238,3 +243,25 @@ def extract_code(text: str, lang: str) -> tuple[str, str]:
     ``extracted_type``), by the rule every entry point shares (:mod:`assay._extract`)."""
     got = extract(text, lang)
     return got.code, got.kind
+
+
+def image(ref: str | None, field: str = "image") -> str | None:
+    """The full id of the stored image ``ref`` names (so a job names exactly one image
+    even if a name is later reused), or None; ValidationError (a 422) if there is none."""
+    if ref is None:
+        return None
+    from ..images import ImageStore
+
+    try:
+        return ImageStore().get(ref).id
+    except ValidationError as exc:
+        raise ValidationError(field, exc.message) from None
+
+
+def isolation(value: str | None, field: str = "isolation") -> str | None:
+    """``value`` if it names an isolation tier (or None), else ValidationError (a 422)."""
+    if value is None:
+        return None
+    from ..sandbox import check_isolation
+
+    return check_isolation(value, field)

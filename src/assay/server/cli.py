@@ -51,6 +51,7 @@ def serve(
     log_level: str = "info",
     records: str | None = None,
     log_format: str = "json",
+    isolation: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes. ``slots`` is how many
@@ -70,7 +71,10 @@ def serve(
     _return_large_buffers()
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
-    runner = Runner(config=SandboxConfig(insecure=insecure))
+    sandbox_config = SandboxConfig(insecure=insecure)
+    if isolation is not None:  # every run's tier unless a request names another
+        sandbox_config = SandboxConfig(insecure=insecure, isolation=isolation)
+    runner = Runner(config=sandbox_config)
     executor = LocalExecutor(runner, slots=n_slots, records=records)
     try:
         app = create_app(executor, settings=settings)
@@ -151,6 +155,14 @@ def serve_command(
     log_format: Annotated[
         str, typer.Option(help="'json' (one object per line, with job and batch ids) or 'text'.")
     ] = "json",
+    isolation: Annotated[
+        str | None,
+        typer.Option(
+            help="'default' or 'gvisor': the tier of every run (a request's 'isolation' field "
+            "may still choose); default: $ASSAY_ISOLATION, else 'default'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -162,6 +174,8 @@ def serve_command(
         assay serve --host 0.0.0.0 --port 8080 --slots 16
 
         assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
+
+        assay serve --isolation gvisor   # every run on gVisor's kernel (the hardened tier)
 
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
@@ -182,6 +196,8 @@ def serve_command(
         raise typer.BadParameter("'json' or 'text'", param_hint="--log-format")
     if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
+    if isolation is not None and isolation not in ("default", "gvisor"):
+        raise typer.BadParameter("'default' or 'gvisor'", param_hint="--isolation")
     serve(
         host,
         port,
@@ -190,4 +206,5 @@ def serve_command(
         records=records,
         log_level=log_level.lower(),
         log_format=log_format,
+        isolation=isolation,
     )

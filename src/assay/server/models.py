@@ -20,7 +20,22 @@ from pydantic import BaseModel, ConfigDict, Field
 _LENIENT = ConfigDict(extra="allow")
 
 
-class RunCodeRequest(BaseModel):
+class _Environment(BaseModel):
+    """Assay's extension fields of a run request: where the program runs."""
+
+    image: str | None = Field(
+        None,
+        description="Assay extension: the task image to run on (id, id prefix or name from "
+        "`assay image list`); unknown images are refused with 422",
+    )
+    isolation: str | None = Field(
+        None,
+        description='Assay extension: "default" or "gvisor" (the hardened tier); '
+        "default: the service's setting",
+    )
+
+
+class RunCodeRequest(_Environment):
     model_config = _LENIENT
     compile_timeout: float = Field(10, description="seconds for the build (compiled languages)")
     run_timeout: float = Field(10, description="seconds the program may run (CPU and wall)")
@@ -112,7 +127,7 @@ class LimitsModel(BaseModel):
     output_bytes: int | None = None
 
 
-class RunRequest(BaseModel):
+class RunRequest(_Environment):
     model_config = ConfigDict(extra="forbid")
     code: str
     language: str = "python"
@@ -165,6 +180,11 @@ class ProblemModel(BaseModel):
     id: str = "inline"
     tests: list[TestModel]
     limits: LimitsModel | None = None
+    image: str | None = Field(
+        None,
+        description="Assay extension: the task image to run on (id, id prefix or name from "
+        "`assay image list`); unknown images are refused with 422",
+    )
 
 
 class SubmissionModel(BaseModel):

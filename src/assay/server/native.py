@@ -42,7 +42,11 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     limits = _convert.limits(body.limits, s, base, "limits")
     files = _convert.files(dict(body.files), s)
     fetch = _convert.fetch(body.fetch_files, s)
-    job = RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
+    img = _convert.image(body.image)
+    iso = _convert.isolation(body.isolation)
+    job = RunJob(
+        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
+    )
     jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         raise HTTPException(503, f"no result: {jr.reason}")

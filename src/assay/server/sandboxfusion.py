@@ -136,7 +136,11 @@ def _run_job(body: RunCodeRequest, s: Settings) -> RunJob:
     files = _convert.files(body.files, s)
     fetch = _convert.fetch(body.fetch_files, s)
     limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
-    return RunJob(src, lang, data, limits, tuple(files.items()), tuple(fetch))
+    img = _convert.image(body.image)
+    iso = _convert.isolation(body.isolation)
+    return RunJob(
+        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
+    )
 
 
 def _answer(jr: JobResult, lang: str) -> RunCodeResponse:

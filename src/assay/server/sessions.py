@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
 from ..sessions.manager import UnknownSession
+from ..sessions.verify import attach
+from ..tasks import AgentTask, tar_of
 from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
@@ -29,15 +31,20 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
 
 
+_DEFAULT = SessionLimits()
+
+
 class LimitsModel(BaseModel):
+    """A session's limits (``SessionLimits``, whose defaults these are; it checks them)."""
+
     model_config = ConfigDict(extra="forbid")
-    cpu_s: float = 600.0
-    memory_mb: int = 512
-    processes: int = 64
-    disk_mb: int = 256
-    output_bytes: int = 1 << 20
-    step_cpu_s: float | None = None
-    step_memory_mb: int | None = None
+    cpu_s: float = Field(default=_DEFAULT.cpu_s, description="CPU seconds of the whole session")
+    memory_mb: int = Field(default=_DEFAULT.memory_mb, description="memory of all its processes")
+    processes: int = Field(default=_DEFAULT.processes, description="processes at any moment")
+    disk_mb: int = Field(default=_DEFAULT.disk_mb, description="size of /work and /tmp")
+    output_bytes: int = Field(default=_DEFAULT.output_bytes, description="cap per stream per step")
+    step_cpu_s: float | None = Field(default=None, description="CPU seconds of each step's process")
+    step_memory_mb: int | None = Field(default=None, description="data MiB of each step's process")
 
 
 class CreateRequest(BaseModel):
@@ -52,6 +59,16 @@ class CreateRequest(BaseModel):
     caller: str = Field(
         "sessions", min_length=1, max_length=200, description="fair-share group of its steps"
     )
+    task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
+    gated: bool = False
+    image: str | None = Field(
+        None, description="task image (id or name, `assay image list`); unknown: 422"
+    )
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    diagnosis: dict[str, Any] | None = None
 
 
 class ExecRequest(BaseModel):
@@ -128,6 +145,11 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
     except TypeError as exc:
         raise ValidationError("limits", str(exc)) from None
+    task = _task(body.task)
+    if task is not None and files:
+        raise ValidationError("files", "give files or a task, not both")
+    tar = tar_of(task.files) if task is not None else None
+    image = _convert.image(body.image)
     session = await asyncio.to_thread(
         m.create,
         files=files,
@@ -136,8 +158,40 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         idle_ttl_s=body.idle_ttl_s,
         priority=PRIORITIES[body.priority],
         caller=body.caller,
+        tar=tar,
+        image=image,
     )
+    if task is not None:
+        attach(session, task, gated=body.gated)
     return session.info()
+
+
+def _task(row: dict[str, Any] | None) -> AgentTask | None:
+    """A task from a request: files or archive only (a ``repo`` path would read the
+    service's own disk)."""
+    if row is None:
+        return None
+    if row.get("repo") is not None:
+        raise ValidationError("task.repo", "not accepted over HTTP: send files or archive")
+    try:
+        return AgentTask.from_dict(row)
+    except ValidationError as exc:
+        raise ValidationError(f"task.{exc.field}", exc.message) from None
+
+
+@router.post("/{session_id}/verify")
+async def verify(session_id: str, body: VerifyRequest, m: Manager) -> Any:
+    """Run the session's hidden tests on a snapshot of its workspace: ``{passed, total,
+    verdict, newly_passing, newly_failing, protected_edits, step_reward, reward, ...}``."""
+    result = await _on(m, session_id, "verify", body.diagnosis)
+    return result if isinstance(result, JSONResponse) else result.to_dict()
+
+
+@router.get("/{session_id}/rewards")
+async def rewards(session_id: str, m: Manager) -> Any:
+    """The episode's final reward and its step rewards (gated ones paid or zeroed)."""
+    result = await _on(m, session_id, "episode_rewards")
+    return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
 @router.get("/{session_id}")

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import defaults
 from ..errors import SandboxError, ValidationError
@@ -25,12 +25,14 @@ from ..runner import Runner
 from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
+from ._args import AGENT, KERNEL, check_time, opt_int, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
 
-AGENT = ".assay_agent.py"
-KERNEL = ".assay_kernel.py"
+if TYPE_CHECKING:
+    from ..tasks import AgentTask
+
 #: How long a new session's agent may take to say it is ready.
 START_TIMEOUT_S = 20.0
 #: How long past a step's own timeout the agent may take to answer before the session is
@@ -38,7 +40,6 @@ START_TIMEOUT_S = 20.0
 REPLY_GRACE_S = 10.0
 #: Timeout of calls that are not steps (files, tar).
 CALL_TIMEOUT_S = 60.0
-MAX_TTL_S = 4 * 3600.0
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
 
@@ -68,29 +69,6 @@ def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
     raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
 
 
-def _check_time(field: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValidationError(field, f"must be a number, got {value!r}")
-    if not 0 < value <= MAX_TTL_S:
-        raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
-    return float(value)
-
-
-def _files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes, int]]:
-    out = []
-    for path, content in (files or {}).items():
-        if not isinstance(path, str):
-            raise ValidationError("files", f"path {path!r} must be a string")
-        if os.path.normpath(path.removeprefix("/work/")) in (AGENT, KERNEL):
-            raise ValidationError(f"files[{path!r}]", "this name is reserved for the session agent")
-        if isinstance(content, str):
-            content = content.encode()
-        if not isinstance(content, bytes):
-            raise ValidationError(f"files[{path!r}]", "content must be str or bytes")
-        out.append((path, content, 0o644))
-    return out
-
-
 class Session:
     """An isolated sandbox whose workspace (/work) and processes live from create to close.
 
@@ -111,6 +89,7 @@ class Session:
         session_id: str | None = None,
         priority: int = NORMAL,
         caller: str = "sessions",
+        image: str | None = None,
     ) -> None:
         self.source = source
         self._execute = executor_of(source)
@@ -127,8 +106,18 @@ class Session:
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
-        self.ttl_s = _check_time("ttl_s", ttl_s)
-        self.idle_ttl_s = _check_time("idle_ttl_s", idle_ttl_s)
+        #: The task image the session's sandbox is rooted at (its runner's pool for that
+        #: image is held, never evicted, until the session ends); None: the host's root.
+        self.image = image
+        release: Callable[[], None] | None = None
+        if image is not None:
+            runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
+            if not isinstance(runner, Runner):
+                raise ValidationError("image", "a session in an image needs a Runner source")
+            inner, release = runner.images.hold(image)
+            self._execute = inner.execute
+        self.ttl_s = check_time("ttl_s", ttl_s)
+        self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
         self.id = session_id or secrets.token_hex(8)
         self.created = time.monotonic()
         self.last_used = self.created
@@ -138,9 +127,15 @@ class Session:
         self.end_detail = ""
         self.result: ExecResult | None = None
         self._on_end: list[Callable[[Session], None]] = []
+        if release is not None:
+            done = release
+            self._on_end.append(lambda _session: done())
         self._call_lock = threading.Lock()
+        # Steps of one session wait for each other here, on their callers' threads: a step
+        # queued behind its own session's step would hold an executor slot doing nothing.
+        self._step_lock = threading.Lock()
         self._state = threading.Lock()
-        user_files = _files(files)
+        seeded = user_files(files)
         host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
         self._channel = Channel(host)
@@ -151,7 +146,7 @@ class Session:
             [
                 (AGENT, _agent_source(), 0o444),
                 (KERNEL, _inside("kernel.py"), 0o444),
-                *user_files,
+                *seeded,
             ],
             limits=Limits(
                 time_s=lim.cpu_s,
@@ -333,18 +328,19 @@ class Session:
 
         if self._slot_call is None:
             return run()
-        self.busy = True  # waiting for a slot is not idle: the reaper must leave it
-        try:
-            out: tuple[dict[str, Any], bytes] = self._slot_call(
-                run,
-                priority=self.priority,
-                caller=self.caller,
-                estimate_s=self._step_s,
-                memory_mb=self.limits.memory_mb,
-            )
-        finally:
-            self.busy = False
-            self.last_used = time.monotonic()
+        with self._step_lock:
+            self.busy = True  # waiting for a slot is not idle: the reaper must leave it
+            try:
+                out: tuple[dict[str, Any], bytes] = self._slot_call(
+                    run,
+                    priority=self.priority,
+                    caller=self.caller,
+                    estimate_s=self._step_s,
+                    memory_mb=self.limits.memory_mb,
+                )
+            finally:
+                self.busy = False
+                self.last_used = time.monotonic()
         return out
 
     def exec(
@@ -365,8 +361,8 @@ class Session:
             raise ValidationError("command", "must be a non-empty string")
         if len(command) > 100_000:
             raise ValidationError("command", "at most 100,000 characters")
-        timeout = _check_time("timeout_s", timeout_s)
-        idle = None if idle_timeout_s is None else _check_time("idle_timeout_s", idle_timeout_s)
+        timeout = check_time("timeout_s", timeout_s)
+        idle = None if idle_timeout_s is None else check_time("idle_timeout_s", idle_timeout_s)
         data = stdin.encode() if isinstance(stdin, str) else stdin
         if not isinstance(data, bytes):
             raise ValidationError("stdin", "must be str or bytes")
@@ -384,8 +380,8 @@ class Session:
         try:
             reason = reply.get("reason")
             return StepResult(
-                exit_code=_opt_int(reply.get("exit_code")),
-                signal=_opt_int(reply.get("signal")),
+                exit_code=opt_int(reply.get("exit_code")),
+                signal=opt_int(reply.get("signal")),
                 stdout=base64.b64decode(reply.get("stdout", "")),
                 stderr=base64.b64decode(reply.get("stderr", "")),
                 stdout_truncated=bool(reply.get("stdout_truncated")),
@@ -406,35 +402,35 @@ class Session:
             raise ValidationError("content", "must be str or bytes")
         if not isinstance(mode, int) or not 0 <= mode <= 0o777:
             raise ValidationError("mode", "must be a permission number like 0o644")
-        self._call({"op": "write", "path": _path(path), "mode": mode}, data)
+        self._call({"op": "write", "path": work_path(path), "mode": mode}, data)
 
     def read_file(self, path: str) -> bytes:
-        return self._call({"op": "read", "path": _path(path)})[1]
+        return self._call({"op": "read", "path": work_path(path)})[1]
 
     def list_files(self, directory: str = ".") -> list[dict[str, Any]]:
-        entries = self._call({"op": "list", "dir": _path(directory, allow_root=True)})[0]
+        entries = self._call({"op": "list", "dir": work_path(directory, allow_root=True)})[0]
         return list(entries.get("entries", []))
 
     def delete_file(self, path: str) -> None:
-        self._call({"op": "delete", "path": _path(path)})
+        self._call({"op": "delete", "path": work_path(path)})
 
     def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes:
         """A tar of ``directory`` (default: the whole workspace)."""
-        msg = {"op": "tar", "dir": _path(directory, allow_root=True), "gzip": gzip}
+        msg = {"op": "tar", "dir": work_path(directory, allow_root=True), "gzip": gzip}
         return self._call(msg)[1]
 
     def upload_tar(self, data: bytes, directory: str = ".") -> None:
         """Unpack a tar (regular files and directories only) into ``directory``."""
         if not isinstance(data, bytes):
             raise ValidationError("tar", "must be bytes")
-        self._call({"op": "untar", "dir": _path(directory, allow_root=True)}, data)
+        self._call({"op": "untar", "dir": work_path(directory, allow_root=True)}, data)
 
     def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
         """Run Python ``code`` in the session's persistent interpreter (its variables carry
         over from cell to cell; a cell past its timeout restarts the interpreter)."""
         if not isinstance(code, str):
             raise ValidationError("code", "must be a string")
-        timeout = _check_time("timeout_s", timeout_s)
+        timeout = check_time("timeout_s", timeout_s)
         msg = {"op": "cell", "code": code, "timeout_s": timeout}
         reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
         return CellResult(
@@ -452,7 +448,7 @@ class Session:
     def fork(self, session_id: str | None = None) -> Session:
         """A new session with a copy of this one's workspace (files only: running processes,
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
-        return fork_via_pipe(
+        child = fork_via_pipe(
             pack=lambda fd: self._call({"op": "tar_to_fd", "dir": "."}, fd=fd),
             start=lambda: Session(
                 self.source,
@@ -462,26 +458,32 @@ class Session:
                 session_id=session_id,
                 priority=self.priority,
                 caller=self.caller,
+                image=self.image,
             ),
             unpack=lambda child, fd: child._call({"op": "untar_from_fd", "dir": "."}, fd=fd),
             discard=Session.close,
         )
+        from .verify import inherit  # a fork verifies against its parent's task and history
 
+        inherit(self, child)
+        return child
 
-def _opt_int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
+    @classmethod
+    def for_task(cls, source: object, task: AgentTask, **kwargs: Any) -> Session:
+        """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
+        from .verify import start
 
+        return start(cls, source, task, **kwargs)
 
-def _path(path: str, allow_root: bool = False) -> str:
-    """Syntax checks on a workspace path (the agent resolves symlinks inside)."""
-    if not isinstance(path, str) or "\x00" in path or not path:
-        raise ValidationError("path", f"{path!r} must be a non-empty string without NUL")
-    rel = path[len("/work/") :] if path.startswith("/work/") else path
-    if rel in ("/work", "."):
-        rel = "."
-    norm = os.path.normpath(rel)
-    if rel.startswith("/") or norm == ".." or norm.startswith("../"):
-        raise ValidationError("path", f"{path!r} must stay inside /work")
-    if norm == "." and not allow_root:
-        raise ValidationError("path", f"{path!r} names the workspace itself, not a file")
-    return norm
+    def verify(self, diagnosis: object = None) -> Any:
+        """Run the task's hidden tests on a snapshot of the workspace: a ``VerifyResult``
+        (``assay.sessions.verify``, which imports this module: hence ``Any`` here)."""
+        from .verify import verify
+
+        return verify(self, diagnosis)
+
+    def episode_rewards(self) -> Any:
+        """The final reward and the step rewards of the verifications so far."""
+        from .verify import episode
+
+        return episode(self)

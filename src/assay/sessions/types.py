@@ -38,25 +38,26 @@ def _positive(field: str, value: float | None, allow_none: bool = False) -> None
 
 @dataclass(frozen=True, slots=True)
 class SessionLimits:
-    """Limits of a whole session (every step and background process together).
+    """Limits of a session: of all its steps and background processes together, and
+    (``step_*``, ``None`` for none) of each process a step starts.
 
-    ``cpu_s`` is the session's total CPU budget; ``memory_mb``, ``processes`` and ``disk_mb``
-    hold at every moment; ``output_bytes`` caps each stream of each step.
-
-    Per step (``None``: only the session's limits): ``step_cpu_s`` is the CPU time each
-    process a step starts may use (``RLIMIT_CPU``; past it the process is killed and the
-    step's ``reason`` is ``cpu_limit``); ``step_memory_mb`` caps each such process's data
-    (``RLIMIT_DATA``: heap and private writable mappings; an allocation past it fails, e.g.
-    ``MemoryError`` in Python). Both bind each process, not the step's processes together:
-    the session's own cgroup limits bind those, and a step's wall time is ``timeout_s``.
+    The per-step limits bind each process, not a step's processes together (the session's
+    own cgroup limits bind those), and a step's wall time is its ``timeout_s``.
     """
 
+    #: Total CPU seconds of the session.
     cpu_s: float = 600.0
+    #: Memory, processes and disk (/work and /tmp) at every moment.
     memory_mb: int = 512
     processes: int = 64
     disk_mb: int = 256
+    #: Kept of each stream of each step.
     output_bytes: int = 1 << 20
+    #: ``RLIMIT_CPU`` of each process a step starts: past it the process is killed and the
+    #: step's ``reason`` is ``cpu_limit``.
     step_cpu_s: float | None = None
+    #: ``RLIMIT_DATA`` of each process a step starts (heap and private writable mappings):
+    #: an allocation past it fails (``MemoryError`` in Python).
     step_memory_mb: int | None = None
 
     def __post_init__(self) -> None:

@@ -165,14 +165,21 @@ def _statement_lists(fn: ast.AST) -> list[tuple[list[ast.stmt], int]]:
     return out
 
 
-def mutants(reference: str, seed: int = 0, limit: int = 60) -> list[Mutant]:
+def mutants(
+    reference: str, seed: int = 0, limit: int = 60, whole_module: bool = False
+) -> list[Mutant]:
     """Distinct single-change mutants of ``reference`` (at most ``limit``, a seeded sample
-    when there are more), in a fixed order."""
+    when there are more), in a fixed order. ``whole_module``: mutate the module's top-level
+    code too (a stdin script), not only its functions' bodies."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(reference)
     original = ast.unparse(tree)
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    functions: list[ast.AST] = (
+        [tree]
+        if whole_module
+        else [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    )
     sites: list[tuple[str, int, int]] = []  # (kind, node index, edit index or stmt index)
     nodes: list[ast.AST] = []
     for fn in functions:

@@ -9,6 +9,7 @@ memory on one input costs that input, never the batch.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from .. import defaults
 from ..judge import values
+from ..judge._trusted import with_codec
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
@@ -53,8 +55,10 @@ class Kills:
     reason: str = ""
 
 
+@functools.cache
 def _script() -> bytes:
-    return _SCRIPT.read_bytes()
+    """The oracle with the judge's value codec in front of it (it imports ``_assay_codec``)."""
+    return with_codec(_SCRIPT.read_bytes())
 
 
 def _run(

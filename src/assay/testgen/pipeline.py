@@ -16,12 +16,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +35,7 @@ from .crossval import agree, key
 from .mutants import mutants
 from .reduce import cover
 from .signature import signature
+from .stdin import StdinOptions, StdinTask, generate_stdin, time_limit
 
 #: Fields a task row may carry. Test fields of datasets (``base_input``, ``plus_input``,
 #: ``test``) are deliberately not among them: the generator never reads them.
@@ -108,11 +108,6 @@ class Options:
 _NO_ANSWER = object()  # equal only to itself: two references that both fail agree
 
 
-def _rng_seed(seed: int, task_id: str, what: str) -> int:
-    digest = hashlib.sha256(f"{seed}\0{task_id}\0{what}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
 def _input_key(args: tuple[Any, ...]) -> str | None:
     try:
         return json.dumps([encode_value(a) for a in args])
@@ -120,35 +115,47 @@ def _input_key(args: tuple[Any, ...]) -> str | None:
         return None
 
 
-def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], list[str]]:
-    """(inputs, the strategy of each: holdout inputs are marked ``holdout``), deduplicated."""
+def candidates(
+    task: Task, options: Options, dropped: Counter[str] | None = None
+) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """(inputs, the strategy of each: holdout inputs are marked ``holdout``), deduplicated;
+    inputs with an int larger than the task's cap (:func:`strategies.int_cap`) are left out
+    and counted in ``dropped["large_int"]``."""
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
+    cap = strategies.int_cap(sig)
     tid = task.task_id
     groups: list[tuple[str, list[tuple[Any, ...]]]] = [
         ("example", [tuple(a) for a in sig.examples]),
-        ("boundary", strategies.boundary(sig, random.Random(_rng_seed(options.seed, tid, "b")))),
+        (
+            "boundary",
+            strategies.boundary(sig, random.Random(strategies.seed_for(options.seed, tid, "b"))),
+        ),
         (
             "mutation",
             strategies.mutation(
-                sig, random.Random(_rng_seed(options.seed, tid, "m")), options.mutations
+                sig, random.Random(strategies.seed_for(options.seed, tid, "m")), options.mutations
             ),
         ),
         (
             "hypothesis",
-            strategies.from_types(sig, _rng_seed(options.seed, tid, "h"), options.hypothesis),
+            strategies.from_types(
+                sig, strategies.seed_for(options.seed, tid, "h"), options.hypothesis
+            ),
         ),
     ]
     holdout = [
         (
             "holdout",
             strategies.mutation(
-                sig, random.Random(_rng_seed(options.seed, tid, "hm")), options.holdout_mutations
+                sig,
+                random.Random(strategies.seed_for(options.seed, tid, "hm")),
+                options.holdout_mutations,
             ),
         ),
         (
             "holdout",
             strategies.from_types(
-                sig, _rng_seed(options.seed, tid, "hh"), options.holdout_hypothesis
+                sig, strategies.seed_for(options.seed, tid, "hh"), options.holdout_hypothesis
             ),
         ),
     ]
@@ -161,19 +168,13 @@ def candidates(task: Task, options: Options) -> tuple[list[tuple[Any, ...]], lis
             if k is None or k in seen:
                 continue
             seen.add(k)
+            if strategies.magnitude(args) > cap:
+                if dropped is not None:
+                    dropped["large_int"] += 1
+                continue
             inputs.append(args)
             kinds.append(kind)
     return inputs, kinds
-
-
-def _time_limit(cpu_s: float) -> float:
-    """4 x the reference's CPU time for the whole suite, at least 1 s, rounded up to a power
-    of two so that small timing noise gives the same suite."""
-    need = max(1.0, 4.0 * cpu_s)
-    limit = 1.0
-    while limit < need:
-        limit *= 2
-    return limit
 
 
 def generate(runner: Runner, task: Task, options: Options | None = None) -> Problem:
@@ -181,13 +182,14 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     quality report (see :mod:`assay.testgen.report`)."""
     options = options or Options()
     sig = signature(task.prompt, task.reference, task.entry_point, task.contract)
-    fresh, fresh_kinds = candidates(task, options)
+    dropped: Counter[str] = Counter()
+    fresh, fresh_kinds = candidates(task, options, dropped)
+    cap = strategies.int_cap(sig)
     inputs: list[tuple[Any, ...]] = []
     kinds: list[str] = []
     calls: list[list[Any]] = []
     seen = {_input_key(a) for a in fresh}
     atol = task.atol or 1e-6
-    dropped: Counter[str] = Counter()
     examples_of: dict[str, str] = {}
     first: list[oracle.Answer] = []
     kept: list[int] = []
@@ -241,13 +243,16 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
     if valid and len(valid) < options.refill_below:
         # Few inputs satisfy the contract: mutate the valid ones (EvalPlus grows its corpus
         # from valid inputs only).
-        rng = random.Random(_rng_seed(options.seed, task.task_id, "refill"))
+        rng = random.Random(strategies.seed_for(options.seed, task.task_id, "refill"))
         more = []
         for args in strategies.mutation(sig, rng, options.refill, corpus=valid):
             k = _input_key(args)
             if k is not None and k not in seen:
                 seen.add(k)
-                more.append(args)
+                if strategies.magnitude(args) > cap:
+                    dropped["large_int"] += 1
+                else:
+                    more.append(args)
         answer(more, ["refill"] * len(more))
     ambiguous: list[int] = []
     suspects: list[int] = []
@@ -279,7 +284,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         )
     # Mutants, run on the pool and the holdout (pool first).
     muts = mutants(
-        task.reference, _rng_seed(options.seed, task.task_id, "mut"), options.max_mutants
+        task.reference, strategies.seed_for(options.seed, task.task_id, "mut"), options.max_mutants
     )
     order = pool_kept + [i for i in kept if kinds[i] == "holdout"]
     caps = [min(options.call_s, max(0.1, 20 * cpu[i] + 0.05)) for i in order]
@@ -345,6 +350,8 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         )
         for n, i in enumerate(suite)
     ]
+    if dropped["large_int"]:
+        examples_of["large_int"] = f"an int larger than {cap} (more than the prompt writes)"
     quality = {
         "candidates": dict(Counter(k for k in kinds if k != "holdout")),
         "holdout": kinds.count("holdout"),
@@ -371,7 +378,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         "min_mutation_score": options.min_mutation_score,
         "fit_for_training": (score if score is not None else 1.0) >= options.min_mutation_score,
     }
-    limits = Limits(time_s=_time_limit(sum(cpu[i] for i in suite)), memory_mb=1024)
+    limits = Limits(time_s=time_limit(sum(cpu[i] for i in suite)), memory_mb=1024)
     return Problem(
         task.task_id,
         tests,
@@ -392,18 +399,26 @@ def with_gate(problem: Problem, min_mutation_score: float) -> Problem:
 
 def generate_all(
     runner: Runner,
-    tasks: list[Task],
+    tasks: Sequence[Task | StdinTask],
     options: Options | None = None,
     workers: int = 2,
     on_done: Callable[[str, Problem | str], None] | None = None,
 ) -> tuple[list[Problem], dict[str, str]]:
-    """Suites for many tasks, ``workers`` at a time, in the order of ``tasks``; and the
-    tasks that got none, with the reason (one task's failure never stops the others)."""
+    """Suites for many tasks (function-call or stdin ones), ``workers`` at a time, in the
+    order of ``tasks``; and the tasks that got none, with the reason (one task's failure
+    never stops the others)."""
+    o = options or Options()
+    for_stdin = StdinOptions(
+        seed=o.seed, max_tests=o.max_tests, min_mutation_score=o.min_mutation_score
+    )
 
-    def one(task: Task) -> Problem | str:
+    def one(task: Task | StdinTask) -> Problem | str:
         got: Problem | str
         try:
-            got = generate(runner, task, options)
+            if isinstance(task, StdinTask):
+                got = generate_stdin(runner, task, for_stdin)
+            else:
+                got = generate(runner, task, o)
         except (ValidationError, SandboxError) as exc:
             got = str(exc)
         except Exception as exc:  # a generator bug on one task must not lose the others

@@ -153,9 +153,25 @@ def named_values(prompt: str, params: tuple[str, ...]) -> dict[str, list[Any]]:
     return found
 
 
-def named_examples(prompt: str, params: tuple[str, ...]) -> list[tuple[Any, ...]]:
-    """Examples written as values, where every parameter has one (see :func:`named_values`)."""
-    found = named_values(prompt, params)
+def _other_names(prompt: str, params: tuple[str, ...], t: T) -> list[Any]:
+    """Values the prompt assigns to names that are not parameters (``array = [2, 3]`` where
+    the parameter is ``operand``), of type ``t``'s kind: for a parameter nothing else names."""
+    out = []
+    for m in re.finditer(r"(?<![\w.])(\w+)\s*=\s*", prompt):
+        if m.group(1) in params:
+            continue
+        ok, value = _literal_at(prompt[m.end() :])
+        if ok and of_value(value).kind == t.kind:
+            out.append(value)
+    return out
+
+
+def named_examples(
+    prompt: str, params: tuple[str, ...], found: dict[str, list[Any]] | None = None
+) -> list[tuple[Any, ...]]:
+    """Examples written as values, where every parameter has one (see :func:`named_values`;
+    ``found``: those values, already read)."""
+    found = found if found is not None else named_values(prompt, params)
     n = min((len(v) for v in found.values()), default=0)
     return [tuple(found[p][k] for p in params) for k in range(n)]
 
@@ -230,9 +246,15 @@ def signature(prompt: str, reference: str, entry: str, contract: str = "") -> Si
     params = tuple(a.arg for a in fn.args.args)
     if fn.args.vararg or fn.args.kwonlyargs:
         raise ValidationError("entry_point", f"{entry}: only positional parameters are supported")
-    seeds = examples(prompt, entry, len(params)) or named_examples(prompt, params)
     by_contract = _contract_types(contract)
     named = named_values(prompt, params)
+    seeds = examples(prompt, entry, len(params))
+    bare = [p for p in params if not named[p]]
+    if not seeds and len(params) > 1 and len(bare) == 1 and bare[0] in by_contract:
+        # the prompt writes no call and names every parameter but one: its value may be
+        # written under another name (HumanEval/160's ``array = [2, 3, 4, 5]``)
+        named[bare[0]] = _other_names(prompt, params, by_contract[bare[0]])
+    seeds = seeds or named_examples(prompt, params, named)
     types: list[T] = []
     for i, arg in enumerate(fn.args.args):
         t = from_annotation(arg.annotation) if arg.annotation is not None else None

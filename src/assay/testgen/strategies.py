@@ -8,6 +8,7 @@ Inputs are tuples of plain values (what ``assay.judge.values`` can carry into th
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import random
 import re
 import string
@@ -23,6 +24,11 @@ MAX_LEN = 60  # sizes mutation and random generation stay under (boundaries go l
 LARGE = 500  # "large" size for complexity inputs
 #: Large ints, primes among them (a trial division that runs to n, not to sqrt(n), shows).
 LARGE_INTS = (10**4 + 7, 999_983, 10**6, 2**31 - 1, 10**9 + 7)
+#: The largest int magnitude an input may hold unless the prompt itself writes a larger one.
+#: A plainly written correct program may loop up to an int argument (``sum_to_n`` as a
+#: loop): at 10**6 such a loop takes tens of milliseconds, at 10**9 it takes a minute, so a
+#: larger int would judge correct code on speed the task never asked for.
+INT_CAP = 10**6
 #: Types tried for an argument whose type nothing in the task names.
 PROBES = (
     T("int"),
@@ -33,6 +39,13 @@ PROBES = (
     T("list", (T("float"),)),
     T("list", (T("list", (T("int"),)),)),
 )
+
+
+def seed_for(seed: int, task_id: str, what: str) -> int:
+    """The seed of one strategy's draws for one task (stable across processes and runs)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}\0{task_id}\0{what}".encode()).digest()[:8])
+
+
 _PRINTABLE = string.ascii_letters + string.digits + " .,!?-_"
 _UNICODE = "éßü中文😀"
 
@@ -163,6 +176,27 @@ def mutate(value: Any, t: T, rng: random.Random, alphabet: str) -> Any:
     if value is None:
         return random_value(t, rng, alphabet)
     return value
+
+
+def magnitude(value: Any, depth: int = 0) -> int:
+    """The largest absolute value of an int anywhere in ``value`` (0 if none; bools are not
+    counted)."""
+    if isinstance(value, bool) or depth > 50:
+        return 0
+    if isinstance(value, int):
+        return abs(value)
+    if isinstance(value, list | tuple | set | frozenset):
+        return max((magnitude(v, depth + 1) for v in value), default=0)
+    if isinstance(value, dict):
+        return max((magnitude(v, depth + 1) for kv in value.items() for v in kv), default=0)
+    return 0
+
+
+def int_cap(sig: Signature) -> int:
+    """The largest int magnitude generated inputs may hold: :data:`INT_CAP`, or the largest
+    int the prompt writes (examples, values given per parameter) if that is larger."""
+    written = [magnitude(a) for a in sig.examples] + [magnitude(h) for h in sig.hints]
+    return max([INT_CAP, *written])
 
 
 def _allows_float(t: T) -> bool:

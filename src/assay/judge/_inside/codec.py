@@ -15,9 +15,13 @@ iterators, subclasses) goes through its ``other`` hook. :func:`decode` is strict
 JSON types, bounded depth and size, hashable keys) and hands the tags that name no plain
 value (``g``, ``T``, ``o``) to its ``special`` hook: the trusted side turns them into inert
 records, the sandbox sides into live objects. Anything malformed raises :class:`Malformed`.
+:func:`equal` is the one comparison of plain values (the judge's, and test generation's
+inside the sandbox).
 """
 
 from __future__ import annotations
+
+import math
 
 TYPE_CHECKING = False  # no typing import in the sandbox: annotations are for mypy only
 if TYPE_CHECKING:
@@ -173,3 +177,34 @@ def rebuild(type_name: str, values: list[Any]) -> Any:
     if type_name == "dict_items":
         return dict(values).items()
     return iter(values)
+
+
+def equal(
+    got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0, anything: type | None = None
+) -> bool:
+    """Structural equality of plain values; floats within tolerance; NaN equals NaN only
+    where the expected value is NaN. Types must match (1 != True, [1] != (1,)), except that
+    an int answer may match an expected float within tolerance. An expected value of type
+    ``anything`` (at any depth) matches every answer but None."""
+    if anything is not None and isinstance(want, anything):
+        return got is not None
+    if isinstance(want, float) and type(got) in (int, float):
+        g = float(got)
+        if math.isnan(want) or math.isnan(g):
+            return math.isnan(want) and math.isnan(g)
+        if math.isinf(want) or math.isinf(g):
+            return want == g
+        return abs(g - want) <= max(atol, rtol * abs(want)) if (atol or rtol) else g == want
+    if type(got) is not type(want):
+        return False
+    if isinstance(want, (list, tuple)):
+        return len(got) == len(want) and all(
+            equal(g, w, atol, rtol, anything) for g, w in zip(got, want, strict=True)
+        )
+    if isinstance(want, dict):
+        return got.keys() == want.keys() and all(
+            equal(got[k], want[k], atol, rtol, anything) for k in want
+        )
+    if isinstance(want, complex):
+        return equal(got.real, want.real, atol, rtol) and equal(got.imag, want.imag, atol, rtol)
+    return bool(got == want)

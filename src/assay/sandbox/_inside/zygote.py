@@ -85,7 +85,11 @@ class Zygote:
             cfg["root"], cfg["ro_binds"], cfg["etc_binds"], cfg["userns"], launcher
         )
         info["launcher"] = launcher is not None
-        if cfg["seccomp"]:
+        if cfg["seccomp"] and cfg.get("seccomp_fd", -1) >= 0:
+            # Compiled by the supervisor (an image may lack libseccomp): loaded raw as ever.
+            self.filter = seccomp.Filter(_read_fd(cfg["seccomp_fd"]))
+            info["seccomp_instructions"] = self.filter.instructions
+        elif cfg["seccomp"]:
             self.filter = seccomp.build()
             info["seccomp_instructions"] = self.filter.instructions
         if self.native is not None:

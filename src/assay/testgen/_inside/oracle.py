@@ -2,8 +2,9 @@
 
 The job is ``/work/job.json``. Mode ``answer``: load ``sources[0]`` as the module
 ``solution`` and, for each input from ``start`` on, check the contract (if any), call the
-entry point under a CPU-time cap, and report the answer (tagged plain data, as in
-``assay.judge.values``), its CPU time and, with ``trace``, the lines of the program it ran.
+entry point under a CPU-time cap, and report the answer (tagged plain data, written with
+the judge's value codec, ``assay.judge._inside.codec``, which is shipped in front of this
+file), its CPU time and, with ``trace``, the lines of the program it ran.
 Mode ``kill``: for each program from ``start`` on (mutants, candidates), call it on the
 inputs and report which inputs give an answer other than ``expected``.
 
@@ -14,12 +15,13 @@ last ``at`` line and resumes after it. The programs' own prints go to /dev/null.
 """
 
 import json
-import math
 import os
 import signal
 import sys
 import time
 import types
+
+from _assay_codec import decode, encode, equal
 
 MAX_OUT = 1 << 20  # an answer longer than this (encoded) is not a usable expected value
 FILES = ("/work/solution.py", "<program>")
@@ -33,84 +35,33 @@ def on_alarm(signum, frame):
     raise CallTimeout()
 
 
-def enc(v, depth=0):
-    if depth > 100:
-        raise ValueError("result nested too deeply")
-    if v is None:
-        return ["n"]
-    if isinstance(v, bool):
-        return ["b", bool(v)]
-    if isinstance(v, int):
-        return ["i", format(int(v), "x")]
-    if isinstance(v, float):
-        return ["f", float.__repr__(float(v))]
-    if isinstance(v, complex):
-        return ["c", float.__repr__(v.real), float.__repr__(v.imag)]
-    if isinstance(v, str):
-        return ["s", str.__str__(v)]
-    if isinstance(v, (bytes, bytearray)):
-        return ["y", bytes(v).decode("latin-1")]
-    if isinstance(v, dict):
-        return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in list(v.items())]]
-    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
+def plain_other(v, depth):
+    """What the codec leaves to its hook: a subclass of a builtin type goes as its base
+    value, generators, builtin iterators, ranges and dict views as the list of their items."""
+    for kind in (bool, int, float, complex, str, bytes, bytearray):
         if isinstance(v, kind):
-            items = [enc(x, depth + 1) for x in list(v)]
-            if tag in ("S", "F"):  # the same set, the same bytes, whatever the hash seed
-                items.sort(key=json.dumps)
-            return [tag, items]
+            base = str.__str__(v) if kind is str else kind(v)
+            if type(base) is not kind:  # a conversion that answers with a subclass again
+                raise TypeError("not a plain value: " + type(v).__name__)
+            return encode(base, plain_other, depth)
+    for kind in (dict, list, tuple, set, frozenset):
+        if isinstance(v, kind):
+            return encode(kind(v.items() if kind is dict else v), plain_other, depth)
     if isinstance(v, (types.GeneratorType, map, filter, zip, range, reversed, enumerate)) or (
         type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
     ):
-        return ["l", [enc(x, depth + 1) for x in list(v)]]
+        return encode(list(v), plain_other, depth)
     if type(v).__module__ == "builtins" and type(v).__name__.startswith("dict_"):
-        return ["l", [enc(x, depth + 1) for x in list(v)]]
+        return encode(list(v), plain_other, depth)
     raise TypeError("not a plain value: " + type(v).__name__)
 
 
-def dec(d):
-    tag = d[0]
-    if tag == "n":
-        return None
-    if tag in ("b", "s"):
-        return d[1]
-    if tag == "i":
-        return int(d[1], 16)
-    if tag == "f":
-        return float(d[1])
-    if tag == "c":
-        return complex(float(d[1]), float(d[2]))
-    if tag == "y":
-        return d[1].encode("latin-1")
-    if tag == "d":
-        return {dec(k): dec(v) for k, v in d[1]}
-    items = [dec(x) for x in d[1]]
-    return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
+def enc(v):
+    return encode(v, plain_other)
 
 
 def args_of(encoded):
-    return [dec(a) for a in encoded]
-
-
-def same(got, want, atol, rtol):
-    """Plain-value equality as the judge compares (types strict, floats within tolerance)."""
-    if isinstance(want, float) and type(got) in (int, float):
-        g = float(got)
-        if math.isnan(want) or math.isnan(g):
-            return math.isnan(want) and math.isnan(g)
-        if math.isinf(want) or math.isinf(g):
-            return want == g
-        return abs(g - want) <= max(atol, rtol * abs(want))
-    if type(got) is not type(want):
-        return False
-    if isinstance(want, (list, tuple)):
-        return len(got) == len(want) and all(
-            same(g, w, atol, rtol) for g, w in zip(got, want, strict=False)
-        )
-    if isinstance(want, dict):
-        return got.keys() == want.keys() and all(same(got[k], want[k], atol, rtol) for k in want)
-    if isinstance(want, complex):
-        return same(got.real, want.real, atol, rtol) and same(got.imag, want.imag, atol, rtol)
-    return got == want
+    return [decode(a) for a in encoded]
 
 
 def load(source, filename):
@@ -190,7 +141,7 @@ def answer(job, out):
 
 def kill(job, out):
     inputs = job["inputs"]
-    expected = [dec(e) for e in job["expected"]]
+    expected = [decode(e) for e in job["expected"]]
     caps = job["caps"]
     atol, rtol = job["atol"], job["rtol"]
     for m in range(job["start"], len(job["sources"])):
@@ -210,13 +161,13 @@ def kill(job, out):
             status, value, _ = timed_call(fn, args_of(inputs[i]), caps[i])
             if status == "ok":
                 try:
-                    got = dec(enc(value))
+                    got = decode(enc(value))
                 except (TypeError, ValueError):
                     status, value = "error", "unusable answer"
             if status != "ok":
                 killed.append(i)
                 why = why or status
-            elif not same(got, expected[i], atol, rtol):
+            elif not equal(got, expected[i], atol, rtol):
                 killed.append(i)
                 why = why or "wrong answer"
         out(["k", m, killed, why])

@@ -1,7 +1,8 @@
 """``assay tests …``: generate test suites from references, and report their quality.
 
-A Typer sub-app; the main CLI registers :data:`tests_app` as ``assay tests``. Exit status
-follows the main CLI: 0 on success, 2 for usage errors, 3 when the sandbox failed.
+A Typer sub-app of :mod:`assay.testgen`'s pipeline; :mod:`assay.cli` registers
+:data:`tests_app` as ``assay tests``. Exit status as for every command: 0 on success, 2 for
+usage errors, 3 when the sandbox failed.
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import AssayError, ValidationError
 from ..formats import assay_suite
 from ..formats._io import read_records
-from . import report
-from .pipeline import Options, Task, generate_all, task_from_row, with_gate
+from ..testgen import report
+from ..testgen.pipeline import Options, Task, generate_all, task_from_row, with_gate
+from ..testgen.stdin import StdinTask, kattis_tasks
+from ._common import EXIT_SANDBOX, EXIT_USAGE, console, err_console
 
-__all__ = ["tests_app"]
+__all__ = ["read_tasks", "tests_app"]
 
-EXIT_USAGE, EXIT_SANDBOX = 2, 3
 #: Dataset formats whose rows carry a prompt, an entry point and a reference.
 ROW_FORMATS = ("tasks", "humaneval", "humanevalplus", "mbppplus")
 
@@ -34,17 +35,19 @@ tests_app = typer.Typer(
     rich_markup_mode="rich",
     help="Generate test suites from reference solutions and check their quality.",
 )
-console = Console()
-err_console = Console(stderr=True)
 
 
-def read_tasks(path: Path, fmt: str | None) -> list[Task]:
+def read_tasks(path: Path, fmt: str | None) -> list[Task] | list[StdinTask]:
     """Task rows ``{task_id, prompt, entry_point, reference}`` (``canonical_solution``,
     ``contract``, ``references`` optional). ``fmt`` names a dataset format whose rows have
-    these fields (:data:`ROW_FORMATS`); only those fields are read, never a dataset's tests."""
+    these fields (:data:`ROW_FORMATS`); only those fields are read, never a dataset's tests.
+    ``kattis``: stdin problems (packages), whose given inputs seed token mutation."""
+    if fmt == "kattis":
+        return kattis_tasks(path)
     if fmt not in (None, *ROW_FORMATS):
         raise ValidationError(
-            "format", f"{fmt!r}: test generation reads rows of {', '.join(ROW_FORMATS)}"
+            "format",
+            f"{fmt!r}: test generation reads rows of {', '.join(ROW_FORMATS)}, or kattis packages",
         )
     records = read_records(path)
     out = []
@@ -72,7 +75,9 @@ def read_tasks(path: Path, fmt: str | None) -> list[Task]:
 
 @tests_app.command("generate")
 def generate_cmd(
-    problems: Annotated[Path, typer.Argument(help="Task rows (JSONL/JSON, optionally .gz).")],
+    problems: Annotated[
+        Path, typer.Argument(help="Task rows (JSONL/JSON, optionally .gz), or Kattis packages.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Where to write the suite (JSONL).")],
     seed: Annotated[int, typer.Option(help="Seed of every strategy: same seed, same suite.")] = 0,
     max_tests: Annotated[
@@ -82,7 +87,9 @@ def generate_cmd(
     fmt: Annotated[
         str | None,
         typer.Option(
-            "--format", help="Row format: tasks (default), humaneval, humanevalplus, mbppplus."
+            "--format",
+            help="Row format: tasks (default), humaneval, humanevalplus, mbppplus; or kattis "
+            "(stdin problems: a package or a folder of them, with an input validator).",
         ),
     ] = None,
     min_mutation_score: Annotated[
@@ -105,6 +112,7 @@ def generate_cmd(
 
     Example: [bold]assay tests generate tasks.jsonl --out suite.jsonl --seed 1 --workers 2[/]
     then [bold]assay eval suite.jsonl --format assay --samples s.jsonl --out r.jsonl[/].
+    Stdin problems: [bold]assay tests generate packages/ --format kattis --out suite.jsonl[/].
     """
     from ..runner import Runner
 

@@ -1,0 +1,186 @@
+"""The node agent: one Ray actor per node, holding that node's warm sandbox pool.
+
+The driver keeps the global queue and decides what runs next; an agent only runs what it
+was sent, as its slots free up, and hands results back in groups when the driver polls.
+It never holds more work than the driver chose to send (its slots plus a small prefetch), so
+a slow or busy node does not sit on queued work another node could run.
+
+Several agents may share one host (the test cluster runs three nodes on one machine, and a
+Kubernetes node can hold several Ray pods). Each agent takes a block of sandbox user ids of
+its own (a lock file per block, released by the kernel when the agent dies, even by
+SIGKILL), so two agents never hand the same uid to two live sandboxes; cgroups need no such
+care, as each supervisor already names its cgroup directory after its own pid and start time.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import logging
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ... import defaults
+from ...errors import ConfigError
+from .._jobs import Memory, memory_budget
+from ..backend import Backend
+from ..types import Execution
+from ._wire import Item, ProblemCache, Result, encode_execution
+
+log = logging.getLogger("assay.executor.ray")
+
+#: Where agents on one host take their uid blocks (``ASSAY_AGENT_LOCK_DIR`` overrides).
+LOCK_DIR = "/run/assay/agents"
+#: Most agents one host holds (each takes a block of ``ASSAY_UID_COUNT`` ids).
+MAX_AGENTS_PER_HOST = 64
+
+
+def claim_uid_block() -> tuple[int, int, int]:
+    """Take the first free uid block of this host: ``(index, fd holding it, base)``.
+
+    Sets ``ASSAY_UID_BASE``/``ASSAY_UID_COUNT`` of this process to the block, before any
+    sandbox reads them. The lock is an ``flock`` on a file, held by the open fd, so a killed
+    agent's block frees itself and the agent that replaces it may take it again.
+    """
+    base = int(os.environ.get("ASSAY_UID_BASE") or defaults.UID_BASE)
+    count = int(os.environ.get("ASSAY_UID_COUNT") or defaults.UID_COUNT)
+    lock_dir = os.environ.get("ASSAY_AGENT_LOCK_DIR", LOCK_DIR)
+    try:
+        os.makedirs(lock_dir, exist_ok=True)
+    except PermissionError:  # not root: a per-user place on the same host
+        lock_dir = os.path.join(tempfile.gettempdir(), f"assay-agents-{os.getuid()}")
+        os.makedirs(lock_dir, exist_ok=True)
+    # Block 0 is the range every other Assay process on the host uses (a LocalExecutor, the
+    # server, tests): agents start at block 1.
+    for index in range(1, MAX_AGENTS_PER_HOST + 1):
+        fd = os.open(os.path.join(lock_dir, f"uids-{base}-{index}.lock"), os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        os.environ["ASSAY_UID_BASE"] = str(base + index * count)
+        os.environ["ASSAY_UID_COUNT"] = str(count)
+        return index, fd, base + index * count
+    raise ConfigError(
+        f"more than {MAX_AGENTS_PER_HOST} Assay node agents on host {socket.gethostname()}"
+    )
+
+
+class NodeAgent:
+    """Runs the jobs the driver sends on this node's sandboxes (made a Ray actor by the
+    driver, with ``max_concurrency`` so :meth:`poll` does not block :meth:`submit`)."""
+
+    def __init__(
+        self,
+        slots: int,
+        backend_factory: Callable[[], Backend] | None = None,
+        reward: Any = None,
+        memory_budget_mb: int | None = None,
+    ) -> None:
+        self.slots = slots
+        self.index, self._lock_fd, self.uid_base = claim_uid_block()
+        self.host = socket.gethostname()
+        self.name = f"{self.host}/a{self.index}"
+        self._runner = None
+        if backend_factory is None:
+            from ...runner import Runner
+            from ..backend import SandboxBackend
+
+            self._runner = Runner()
+            backend: Backend = SandboxBackend(self._runner, reward)
+            self._runner.warm_up(2 * slots)
+        else:
+            backend = backend_factory()
+        self.backend = backend
+        self._problems = ProblemCache()
+        self._memory = Memory(memory_budget_mb or memory_budget())
+        # One lock, two conditions: slots wait for work, the driver's poll for results, and
+        # neither wakes the other's waiters.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._results = threading.Condition(self._lock)
+        self._inbox: collections.deque[Item] = collections.deque()
+        self._outbox: list[Result] = []
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._work, args=(f"{self.name}/w{i}",), daemon=True)
+            for i in range(slots)
+        ]
+        for t in self._threads:
+            t.start()
+
+    # -- called by the driver ---------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "host": self.host,
+            "pid": os.getpid(),
+            "slots": self.slots,
+            "uid_base": self.uid_base,
+            "uid_count": int(os.environ["ASSAY_UID_COUNT"]),
+        }
+
+    def submit(self, items: list[Item], problems: dict[str, Any]) -> None:
+        """Queue ``items`` (in the driver's order); ``problems`` maps the problem keys they
+        use to object references, fetched once per node and kept."""
+        self._problems.resolve(problems)
+        with self._cond:
+            self._inbox.extend(items)
+            self._cond.notify(len(items))
+
+    def drop(self, tokens: list[int]) -> None:
+        """Forget queued items nobody waits for (deadline, cancel); each comes back from
+        :meth:`poll` with no execution, so the driver can count its slot free again."""
+        gone = set(tokens)
+        with self._cond:
+            keep = [i for i in self._inbox if i[0] not in gone]
+            dropped = [i for i in self._inbox if i[0] in gone]
+            self._inbox = collections.deque(keep)
+            self._outbox += [(i[0], None, 0.0, self.name) for i in dropped]
+            if dropped:
+                self._results.notify_all()
+
+    def poll(self, timeout_s: float) -> list[Result]:
+        """Every result since the last poll; waits up to ``timeout_s`` for the first."""
+        with self._lock:
+            self._results.wait_for(lambda: bool(self._outbox) or self._closed, timeout_s)
+            out, self._outbox = self._outbox, []
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._cond.notify_all()
+            self._results.notify_all()
+        for t in self._threads:
+            t.join(timeout=30)
+        if self._runner is not None:
+            self._runner.close()
+
+    # -- slots ------------------------------------------------------------------------------
+    def _work(self, name: str) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
+                if self._closed:
+                    return
+                token, payload, stop_on_failure, memory_mb = self._inbox.popleft()
+            started = time.monotonic()
+            self._memory.acquire(memory_mb)
+            try:
+                ex = self.backend.execute(self._problems.job(payload), stop_on_failure)
+            except Exception as exc:
+                log.exception("backend failed on token %d", token)
+                ex = Execution("sandbox_error", None, f"internal error: {exc!r}"[:500])
+            finally:
+                self._memory.release(memory_mb)
+            result = (token, encode_execution(ex), time.monotonic() - started, name)
+            with self._lock:
+                self._outbox.append(result)
+                self._results.notify()

@@ -1,0 +1,271 @@
+"""The driver's dispatch and fault handling: tasks from the global queue to nodes with free
+capacity, results back, and the work of a dead node back into the queue.
+
+A job under which a node died runs again *alone* on a node (one drained for it), so a
+second death is the job's own doing, never its neighbours': such a job ends
+``sandbox_error`` with ``reward=None`` once ``node_deaths`` nodes died under it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any
+
+from ...scheduler import Task
+from ...telemetry import tracing
+from .._jobs import Part
+from ..local import LocalExecutor
+from ..types import Execution
+from ._nodes import Node, Nodes, Sent
+from ._wire import Item, ProblemRefs, Result, decode_execution
+
+log = logging.getLogger("assay.executor.ray")
+
+#: Most items in one message to a node.
+BATCH_MAX = 512
+#: How long an agent's poll waits for a first result (bounds how late a death is seen).
+POLL_S = 0.5
+
+
+class Dispatching(LocalExecutor):
+    """The dispatcher and receiver threads of :class:`~assay.executor.ray.RayExecutor`."""
+
+    _ray: Any
+    nodes: Nodes
+    stats: dict[str, int]
+    _tokens: itertools.count[int]
+    _deaths: dict[tuple[str, int], int]
+    _suspects: list[Task]
+    _problem_refs: ProblemRefs
+    _stopping: threading.Event
+    _dispatch_done: threading.Event
+    _nodes_seen: float
+    _wait_nodes_s: float
+    _node_deaths: int
+
+    def _node_died(self, node: Node, why: str) -> None:
+        if not node.alive:
+            return
+        lost = self.nodes.remove(node)
+        self.stats["node_failures"] += 1
+        log.warning("node %s lost (%s): %d jobs go back to the queue", node.name, why, len(lost))
+        try:  # an agent that merely stopped answering must not run its jobs a second time
+            self._ray.kill(node.handle, no_restart=True)
+        except Exception:
+            pass
+        for sent in lost.values():
+            self._lost(sent, node, why)
+        total = self.nodes.slots()
+        if total:
+            self.slots = total
+
+    def _lost(self, sent: Sent, node: Node, why: str) -> None:
+        """A job's node died under it: run it again, or end it after ``node_deaths``."""
+        task = sent.task
+        part: Part = task.payload
+        job = part.job
+        with self._lock:
+            self._busy -= 1
+            key = (job.id, part.index)
+            deaths = self._deaths.get(key, 0) + 1
+            self._deaths[key] = deaths
+            wanted = not job.done and bool(job.subs)
+        tracing.end_job(sent.claim[0], "sandbox_error", why)
+        if not wanted:
+            return
+        if deaths < self._node_deaths and not self._closed_for_retries():
+            self.metrics.retry()
+            self._requeue(task)
+            return
+        self.metrics.sandbox_error()
+        with self._lock:
+            self._deaths.pop(key, None)
+        self._part_done(
+            part,
+            Execution(
+                "sandbox_error",
+                None,
+                f"{deaths} nodes died while running this job (last {node.name}: {why})",
+            ),
+            0.0,
+        )
+
+    def _closed_for_retries(self) -> bool:
+        return self._dispatch_done.is_set()
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def _dispatch_loop(self) -> None:
+        try:
+            while True:
+                self._place_suspects()
+                nodes = self.nodes.wait_free(0.2)
+                if not nodes:
+                    if self._closed and self._no_nodes_for() > self._wait_nodes_s:
+                        self._fail_queued("no Assay node agent was left to run it")
+                    if self._closed and self._idle():
+                        return
+                    continue
+                room = sum(n.free for n in nodes)
+                first = self.queue.get(timeout=0.2)
+                if first is None:
+                    if self._closed and self._idle():
+                        return
+                    continue
+                tasks = [first]
+                while len(tasks) < min(room, BATCH_MAX * len(nodes)):
+                    t = self.queue.get(timeout=0)
+                    if t is None:
+                        break
+                    tasks.append(t)
+                self._send(nodes, [t for t in tasks if not self._suspect(t)])
+        finally:
+            self._dispatch_done.set()
+
+    def _idle(self) -> bool:
+        return self.queue.depth() == 0 and not self._suspects and not self.nodes.outstanding()
+
+    def _no_nodes_for(self) -> float:
+        """Seconds since the cluster last had a live agent (0 while it has one)."""
+        if self.nodes.live or self.nodes.starting:
+            self._nodes_seen = time.monotonic()
+        return time.monotonic() - self._nodes_seen
+
+    def _fail_queued(self, why: str) -> None:
+        """Closing with no node left: every queued job ends ``sandbox_error`` (our fault,
+        no reward) rather than waiting forever."""
+        held, self._suspects = self._suspects, []
+        while (task := (held.pop() if held else self.queue.get(timeout=0))) is not None:
+            claim = self._claim(task, "")
+            if claim is None:
+                continue
+            with self._lock:
+                self._busy -= 1
+            tracing.end_job(claim[0], "sandbox_error", why)
+            self.metrics.sandbox_error()
+            self._part_done(task.payload, Execution("sandbox_error", None, why), 0.0)
+
+    def _suspect(self, task: Task) -> bool:
+        """A job a node already died under runs again alone on a node (see
+        :meth:`_place_suspects`): held here until one is drained for it."""
+        part: Part = task.payload
+        with self._lock:
+            if (part.job.id, part.index) not in self._deaths:
+                return False
+        self._suspects.append(task)
+        return True
+
+    def _place_suspects(self) -> None:
+        """Run each suspect job alone on a node, so that if the node dies again the job is
+        the one to blame (``sandbox_error`` after ``node_deaths``), and a job that merely
+        shared a node with it is not. A node is reserved (fed nothing else) until it
+        drains, then given the suspect."""
+        if not self._suspects:
+            return
+        with self.nodes.cond:
+            nodes = list(self.nodes.live.values())
+            held = {id(n.reserved_for) for n in nodes if n.reserved_for is not None}
+            for task in [t for t in self._suspects if id(t) not in held]:
+                idle = [n for n in nodes if n.reserved_for is None and n.exclusive is None]
+                if not idle:
+                    break
+                min(idle, key=lambda n: len(n.outstanding)).reserved_for = task
+            ready = [n for n in nodes if n.drained]
+        for node in ready:
+            suspect = node.reserved_for
+            assert suspect is not None
+            self._suspects.remove(suspect)
+            with self.nodes.cond:
+                node.reserved_for = None
+            token = self._send([node], [suspect])
+            with self.nodes.cond:
+                if token is not None and token in node.outstanding:
+                    node.exclusive = token
+
+    def _send(self, nodes: list[Node], tasks: list[Task]) -> int | None:
+        """Spread ``tasks`` (in dispatch order) over ``nodes``, round robin within each
+        node's free capacity, one message per node; returns the last token given."""
+        token = None
+        groups: dict[str, tuple[Node, list[Item], dict[str, Any]]] = {}
+        free = {n.node_id: max(n.free, 1 if n.drained else 0) for n in nodes}
+        cycle = itertools.cycle(nodes)
+        for task in tasks:
+            node = next(cycle)
+            for _ in range(len(nodes)):
+                if free[node.node_id] > 0:
+                    break
+                node = next(cycle)
+            claim = self._claim(task, node.name)
+            if claim is None:
+                continue
+            free[node.node_id] -= 1
+            part: Part = task.payload
+            job = part.job
+            _, items, refs = groups.setdefault(node.node_id, (node, [], {}))
+            token = next(self._tokens)
+            item: Item = (
+                token,
+                self._problem_refs.encode(part.payload, refs),
+                job.stop_on_failure,
+                job.info.limits.memory_mb,
+            )
+            items.append(item)
+            with self.nodes.cond:
+                node.outstanding[token] = Sent(task, claim)
+        for node, items, refs in groups.values():
+            if not node.alive:
+                # Died between choosing it and now: what it was given is already back in
+                # the queue if it was registered before the death, else put it back here.
+                for item in items:
+                    sent = node.outstanding.pop(item[0], None)
+                    if sent is not None:
+                        self._lost(sent, node, "the node died before its work was sent")
+                continue
+            try:
+                node.handle.submit.remote(items, refs)
+            except Exception as exc:
+                self._node_died(node, f"could not send work: {exc!r}")
+        return token
+
+    # -- results ----------------------------------------------------------------------------
+    def _receive_loop(self) -> None:
+        ray = self._ray
+        while not (self._dispatch_done.is_set() and not self.nodes.outstanding()):
+            by_ref = {n.poll_ref: n for n in self.nodes.snapshot() if n.poll_ref is not None}
+            if not by_ref:
+                time.sleep(0.05)
+                continue
+            refs = list(by_ref)
+            ready, rest = ray.wait(refs, num_returns=1, timeout=0.2)
+            if ready and rest:
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready += more
+            for ref in ready:
+                node = by_ref[ref]
+                try:
+                    results: list[Result] = ray.get(ref)
+                except Exception as exc:
+                    self._node_died(node, f"its agent died: {type(exc).__name__}")
+                    continue
+                if node.alive:
+                    node.poll_ref = node.handle.poll.remote(POLL_S)
+                self._absorb(node, results)
+
+    def _absorb(self, node: Node, results: list[Result]) -> None:
+        for token, ex, elapsed_s, worker in results:
+            sent = self.nodes.take(node, token) if node.alive else None
+            if sent is None:
+                self.stats["lost_results_ignored"] += 1
+                continue
+            part: Part = sent.task.payload
+            if ex is None:  # dropped unrun: its batch ended
+                with self._lock:
+                    self._busy -= 1
+                tracing.end_job(sent.claim[0], "cancelled")
+                continue
+            with self._lock:
+                part.job.worker = worker
+                self._deaths.pop((part.job.id, part.index), None)
+            self._finish(sent.task, decode_execution(ex), elapsed_s, sent.claim)

@@ -1,0 +1,111 @@
+"""The driver's view of the cluster: which nodes have an agent, and what each is running.
+
+A node is fed by capacity: the dispatcher sends it work only while it holds fewer items
+than its slots plus a small prefetch (which hides the round trip between a result and the
+next job). Every item sent is remembered under a token until its result comes back, so when
+a node dies its unfinished work is known exactly and runs again elsewhere; a result whose
+token is no longer outstanding (its node was already declared dead) is ignored, which is
+what makes a job's result count once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...scheduler import Task
+
+
+@dataclass(eq=False)
+class Sent:
+    task: Task
+    claim: tuple[Any]
+    sent_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(eq=False)
+class Node:
+    node_id: str
+    name: str
+    handle: Any
+    slots: int
+    capacity: int
+    pid: int = 0
+    uid_base: int = 0
+    outstanding: dict[int, Sent] = field(default_factory=dict)
+    poll_ref: Any = None
+    alive: bool = True
+    #: A suspect job (one a node already died under) waiting for this node to drain, so it
+    #: can run alone on it; the node takes no other work meanwhile.
+    reserved_for: Task | None = None
+    #: The token of the suspect job running alone on this node.
+    exclusive: int | None = None
+
+    @property
+    def free(self) -> int:
+        if not self.alive or self.reserved_for is not None or self.exclusive is not None:
+            return 0
+        return self.capacity - len(self.outstanding)
+
+    @property
+    def drained(self) -> bool:
+        """Reserved for a suspect job, and nothing else left on it."""
+        return self.alive and self.reserved_for is not None and not self.outstanding
+
+
+class Nodes:
+    """The live nodes and their outstanding items; the condition wakes the dispatcher when
+    capacity frees up or a node joins."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.live: dict[str, Node] = {}
+        #: Node ids whose agent is being started (not yet answering).
+        self.starting: set[str] = set()
+
+    def add(self, node: Node) -> None:
+        with self.cond:
+            self.live[node.node_id] = node
+            self.starting.discard(node.node_id)
+            self.cond.notify_all()
+
+    def remove(self, node: Node) -> dict[int, Sent]:
+        """Declare ``node`` dead: returns what it was running (now nobody's)."""
+        with self.cond:
+            node.alive = False
+            node.reserved_for = None
+            if self.live.get(node.node_id) is node:
+                del self.live[node.node_id]
+            lost, node.outstanding = node.outstanding, {}
+            self.cond.notify_all()
+        return lost
+
+    def take(self, node: Node, token: int) -> Sent | None:
+        with self.cond:
+            sent = node.outstanding.pop(token, None)
+            if token == node.exclusive:
+                node.exclusive = None
+            self.cond.notify_all()
+        return sent
+
+    def slots(self) -> int:
+        with self.cond:
+            return sum(n.slots for n in self.live.values())
+
+    def outstanding(self) -> int:
+        with self.cond:
+            return sum(len(n.outstanding) for n in self.live.values())
+
+    def snapshot(self) -> list[Node]:
+        with self.cond:
+            return list(self.live.values())
+
+    def wait_free(self, timeout: float) -> list[Node]:
+        """Nodes with free capacity, most free first (waits up to ``timeout`` for one)."""
+        with self.cond:
+            self.cond.wait_for(
+                lambda: any(n.free > 0 or n.drained for n in self.live.values()), timeout
+            )
+            return sorted((n for n in self.live.values() if n.free > 0), key=lambda n: -n.free)

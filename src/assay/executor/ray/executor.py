@@ -1,0 +1,301 @@
+"""``RayExecutor``: the local executor's API and scheduler, with the slots spread over a Ray
+cluster (one node agent per node).
+
+The driver is a :class:`~assay.executor.LocalExecutor` whose slot threads are replaced by
+three threads: a **dispatcher** that takes tasks from the one global
+:class:`~assay.scheduler.FairQueue` (priority classes, fairness between callers,
+longest-first from the estimates every node's results feed) and sends them in groups to
+nodes with free capacity; a **receiver** that collects finished groups from every agent; and
+a **membership** loop that starts an agent on each node that joins and declares nodes dead.
+Everything after a run (retries of ``sandbox_error``, the result cache, in-flight dedup,
+split jobs, deadlines, cancellation, records, metrics) is the local executor's own code,
+running on the driver: records and metrics of the whole cluster are the driver's.
+
+Faults: a node that dies (removed, or its agent killed) gives back everything it was
+running; each such job runs again on another node as its next attempt. A job under which
+nodes died ``node_deaths`` times (default 2) ends ``sandbox_error`` with ``reward=None``
+instead of taking down node after node.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ... import defaults
+from ...errors import ConfigError, ValidationError
+from ...reward import RewardFn
+from ...scheduler import RuntimeEstimator, Task
+from ...scheduler.queue import Order
+from ...telemetry import Metrics, RecordWriter
+from ..backend import Backend
+from ..batch import BatchHandle
+from ..types import Outcome
+from ._agent import NodeAgent
+from ._dispatch import POLL_S, Dispatching
+from ._driver_backend import DriverBackend
+from ._nodes import Node, Nodes
+from ._wire import ProblemRefs
+
+log = logging.getLogger("assay.executor.ray")
+
+#: How often membership looks for nodes that joined or left.
+MEMBERSHIP_S = 1.0
+#: Memory a sandbox slot is given when sizing a node by its memory (MiB).
+SLOT_MEMORY_MB = 1024
+
+
+class RayExecutor(Dispatching):
+    """Runs batches on the nodes of a Ray cluster; same API as :class:`LocalExecutor`.
+
+    >>> with RayExecutor("ray://head:10001") as ex:                 # doctest: +SKIP
+    ...     results = ex.run([Submission(problem, code)] * 1000)
+
+    ``address``: the Ray cluster (``"auto"``, ``"ray://host:10001"``, ...); None joins the
+    one this process already initialised, or starts a local one. ``slots_per_node``: sandbox
+    slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
+    node may hold beyond its slots. ``backend_factory`` builds each agent's backend (default:
+    the sandbox); it must be picklable.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        slots_per_node: int | None = None,
+        prefetch: int | None = None,
+        node_deaths: int = 2,
+        backend_factory: Callable[[], Backend] | None = None,
+        reward: RewardFn | None = None,
+        max_queued: int = defaults.EXECUTOR_MAX_QUEUED,
+        cache: bool = True,
+        cache_entries: int = defaults.EXECUTOR_CACHE_ENTRIES,
+        retries: int = defaults.EXECUTOR_RETRIES,
+        split: bool = True,
+        order: Order = "lpt",
+        records: str | Path | RecordWriter | None = None,
+        state_dir: str | Path | None = None,
+        estimator: RuntimeEstimator | None = None,
+        metrics: Metrics | None = None,
+        wait_nodes_s: float = 60.0,
+        autoscale: bool = False,
+        init_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("RayExecutor needs Ray: pip install 'assay[ray]'") from None
+        if slots_per_node is not None and slots_per_node < 1:
+            raise ValidationError("slots_per_node", "must be at least 1")
+        if prefetch is not None and prefetch < 0:
+            raise ValidationError("prefetch", "must be >= 0")
+        if node_deaths < 1:
+            raise ValidationError("node_deaths", "must be at least 1")
+        self._ray = ray
+        self._own_ray = not ray.is_initialized()
+        if self._own_ray:
+            ray.init(address=address, **(init_kwargs or {}))
+        self._slots_per_node = slots_per_node
+        self._prefetch = prefetch
+        self._node_deaths = node_deaths
+        self._agent_args = (backend_factory, reward)
+        self._wait_nodes_s = wait_nodes_s
+        self._autoscale = autoscale
+        self.nodes = Nodes()
+        self._tokens = itertools.count()
+        self._deaths: dict[tuple[str, int], int] = {}
+        self._suspects: list[Task] = []
+        self._stopping = threading.Event()
+        self._dispatch_done = threading.Event()
+        self._nodes_seen = time.monotonic()
+        self.stats = {"lost_results_ignored": 0, "node_failures": 0, "agents_started": 0}
+        self._driver_backend = DriverBackend()
+        self._problem_refs = ProblemRefs(self._driver_backend.fingerprint)
+        self._actor_cls = ray.remote(NodeAgent)
+        super().__init__(
+            backend=self._driver_backend,
+            slots=1,  # the cluster's, set once the agents answer
+            max_queued=max_queued,
+            cache=cache,
+            cache_entries=cache_entries,
+            retries=retries,
+            split=split,
+            order=order,
+            records=records,
+            state_dir=state_dir,
+            estimator=estimator,
+            metrics=metrics,
+        )
+
+    # Sessions hold a sandbox across steps on one node; they are not run through this
+    # executor (``Session(source)`` asks for ``source.runner``): say so clearly.
+    @property
+    def runner(self) -> Any:
+        raise ValidationError(
+            "source",
+            "a RayExecutor has no local runner: open sessions on a node's Runner "
+            "(SessionManager), not through the cluster executor",
+        )
+
+    @runner.setter
+    def runner(self, value: Any) -> None:
+        if value is not None:
+            raise ValidationError("runner", "a RayExecutor runs on its nodes' runners")
+
+    # -- start-up ---------------------------------------------------------------------------
+    def _start_workers(self) -> list[threading.Thread]:
+        self._membership_tick()
+        deadline = time.monotonic() + self._wait_nodes_s
+        # Every node the cluster has now gets its agent before the first batch, so that
+        # batch is spread over all of them (nodes that join later are added as they come).
+        while (not self.nodes.live or self.nodes.starting) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            self._membership_tick()
+        if not self.nodes.live:
+            self._ray_shutdown()
+            raise ConfigError(
+                f"no Assay node agent answered within {self._wait_nodes_s:.0f} s: does the "
+                "cluster have nodes with CPUs, and Assay installed on them?"
+            )
+        threads = [
+            threading.Thread(target=self._dispatch_loop, name="assay-ray-dispatch", daemon=True),
+            threading.Thread(target=self._receive_loop, name="assay-ray-receive", daemon=True),
+            threading.Thread(target=self._membership_loop, name="assay-ray-nodes", daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        return threads
+
+    def _node_slots(self, resources: dict[str, float]) -> int:
+        if self._slots_per_node is not None:
+            return self._slots_per_node
+        cpus = int(resources.get("CPU", 0))
+        memory_mb = int(resources.get("memory", 0) / 2**20)
+        by_memory = memory_mb // SLOT_MEMORY_MB if memory_mb else cpus
+        return max(1, min(cpus, by_memory))
+
+    # -- membership -------------------------------------------------------------------------
+    def _membership_loop(self) -> None:
+        while not self._stopping.wait(MEMBERSHIP_S):
+            try:
+                self._membership_tick()
+            except Exception:
+                log.exception("cluster membership check failed")
+
+    def _membership_tick(self) -> None:
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        alive = {
+            n["NodeID"]: n
+            for n in ray.nodes()
+            if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0
+        }
+        for node in self.nodes.snapshot():
+            if node.node_id not in alive:
+                self._node_died(node, "the node left the cluster")
+        for node_id, n in alive.items():
+            if node_id in self.nodes.live or node_id in self.nodes.starting:
+                continue
+            self.nodes.starting.add(node_id)
+            slots = self._node_slots(n["Resources"])
+            handle = self._actor_cls.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                num_cpus=0,
+                max_concurrency=8,
+                max_restarts=0,
+            ).remote(slots, *self._agent_args)
+            self.stats["agents_started"] += 1
+            threading.Thread(
+                target=self._await_agent, args=(node_id, handle, slots), daemon=True
+            ).start()
+        if self._autoscale:
+            self._request_resources()
+        total = self.nodes.slots()
+        if total:
+            self.slots = total
+            self.metrics.bind_workers(lambda: self._busy, total)
+
+    def _await_agent(self, node_id: str, handle: Any, slots: int) -> None:
+        try:
+            info = self._ray.get(handle.info.remote(), timeout=self._wait_nodes_s)
+        except Exception as exc:
+            log.warning("node %s: its agent did not start: %s", node_id, exc)
+            self.nodes.starting.discard(node_id)
+            return
+        prefetch = self._prefetch if self._prefetch is not None else max(1, slots // 2)
+        node = Node(node_id, info["name"], handle, slots, slots + prefetch)
+        node.pid, node.uid_base = info["pid"], info["uid_base"]
+        node.poll_ref = handle.poll.remote(POLL_S)
+        self.nodes.add(node)
+        log.info("node agent %s ready: %d slots", node.name, slots)
+
+    def _request_resources(self) -> None:
+        from ray.autoscaler.sdk import request_resources
+
+        demand = self.queue.depth() + self._busy
+        per_node = self._slots_per_node or 1
+        request_resources(num_cpus=math.ceil(demand / per_node) if demand else 0)
+
+    # -- deadlines and cancellation ---------------------------------------------------------
+    def _end(self, handle: BatchHandle, outcome: Outcome) -> None:
+        super()._end(handle, outcome)
+        # Items of jobs nobody waits for any more leave the nodes' queues unrun.
+        for node in self.nodes.snapshot():
+            with self.nodes.cond:
+                tokens = [
+                    t
+                    for t, s in node.outstanding.items()
+                    if not s.task.payload.job.subs and not s.task.payload.job.done
+                ]
+            if tokens:
+                node.handle.drop.remote(tokens)
+
+    # -- shutdown ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Finish queued and running work, stop the agents (their sandboxes with them),
+        flush records and estimates; shuts Ray down if this executor started it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._reaper.close()
+        self.queue.close()
+        for t in self._workers[:2]:
+            t.join()
+        self._stopping.set()
+        self._workers[2].join()
+        for node in self.nodes.snapshot():
+            try:
+                self._ray.get(node.handle.close.remote(), timeout=30)
+            except Exception:
+                log.warning("node agent %s did not close cleanly", node.name)
+            self._ray.kill(node.handle, no_restart=True)
+        self.estimator.close()
+        self.records.close()
+        self._ray_shutdown()
+
+    def _ray_shutdown(self) -> None:
+        if self._own_ray:
+            self._ray.shutdown()
+
+    def node_info(self) -> list[dict[str, Any]]:
+        """The live node agents: name, pid, slots, capacity, outstanding items."""
+        return [
+            {
+                "node_id": n.node_id,
+                "name": n.name,
+                "pid": n.pid,
+                "uid_base": n.uid_base,
+                "slots": n.slots,
+                "capacity": n.capacity,
+                "outstanding": len(n.outstanding),
+            }
+            for n in self.nodes.snapshot()
+        ]

@@ -1,0 +1,77 @@
+"""Starting the fork server inside a task image instead of on the host's root.
+
+The fork server is the interpreter every Python program is a fork of, so for an image it
+must be the image's own ``/usr/bin/python3`` (a 3.9 image runs 3.9), with the image's C
+library and standard library, seeing the image as ``/``. A small trampoline, run by the
+host's Python, moves into a private mount namespace, bind-mounts the image's root
+read-only, adds the host's ``/proc`` and ``/dev`` (the fork server's own needs: its
+template binds only the five harmless device nodes, and each slot mounts a fresh procfs),
+``pivot_root``s into it, detaches the host's tree and execs the image's interpreter with
+the fork server's usual command line. From there everything is as on the host: the fork
+server builds its read-only template from *its* ``/usr``, ``/lib`` ... (the image's), with
+every control of the default tier.
+
+``pivot_root`` rather than ``chroot``: the slots ``pivot_root`` again, which the kernel
+refuses under a chroot. Needs root (the host's mount namespace is left untouched).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import SandboxError
+
+#: Run as ``python -I -c TRAMPOLINE <image rootfs> <interpreter> <its args...>``.
+TRAMPOLINE = r"""# assay image root
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def check(rc, what):
+    if rc != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"{what}: {os.strerror(e)}")
+def mount(src, dst, fstype, flags):
+    check(libc.mount(src and src.encode(), dst.encode(), fstype and fstype.encode(),
+                     ctypes.c_ulong(flags), None), "mount " + dst)
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+MS_REC, MS_PRIVATE = 16384, 1 << 18
+root, python = sys.argv[1], sys.argv[2]
+check(libc.unshare(0x00020000), "unshare")
+mount(None, "/", None, MS_REC | MS_PRIVATE)
+mount(root, root, None, MS_BIND)
+mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+for d in ("proc", "dev"):
+    mount("/" + d, root + "/" + d, None, MS_BIND | MS_REC)
+os.chdir(root)
+check(libc.syscall(155, b".", b"."), "pivot_root")
+check(libc.umount2(b".", 2), "umount")
+os.chdir("/")
+os.execv(python, [python] + sys.argv[3:])
+"""
+
+
+def wrap(argv: list[str], image_root: str) -> list[str]:
+    """The command that runs ``argv`` (``argv[0]`` a path inside the image) with
+    ``image_root`` as its root."""
+    if os.geteuid() != 0:
+        raise SandboxError("running in an image needs root (its root is mounted per fork server)")
+    root = os.path.realpath(image_root)
+    for d in ("proc", "dev", "tmp", "usr"):
+        if not os.path.isdir(os.path.join(root, d)):
+            raise SandboxError(f"image root {image_root!r} has no /{d} directory")
+    inner = os.path.join(root, argv[0].lstrip("/"))
+    if not os.path.lexists(inner):
+        raise SandboxError(f"the image has no {argv[0]} (its sandbox interpreter)")
+    return [sys.executable, "-I", "-c", TRAMPOLINE, root, *argv]
+
+
+def image_seccomp_fd() -> int:
+    """A memfd holding the sandbox's seccomp program, compiled here with the host's
+    libseccomp (an image need not have one; the fork server only loads the program)."""
+    from ._inside import seccomp, wire
+
+    try:
+        bpf = seccomp.build().bpf
+    except seccomp.SeccompUnavailable as exc:
+        raise SandboxError(f"cannot compile the seccomp filter for an image: {exc}") from exc
+    return wire.memfd_with(bpf, "assay-seccomp")

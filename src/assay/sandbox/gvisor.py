@@ -1,0 +1,448 @@
+"""The hardened tier: runs inside gVisor (``runsc``), kept warm.
+
+gVisor puts a user-space kernel (the Sentry) between the program and the host: the
+program's system calls are served by the Sentry, which itself uses a small, filtered set of
+host calls, so a kernel bug reachable from the program's ~350 system calls is no longer a
+host escape. The cost is start-up (a cold ``runsc do`` starts a sandbox kernel, ~0.5-1 s)
+and slower system calls and file access. So this tier keeps a pool of started sandboxes
+(containers whose PID 1 is a warm interpreter, ``_gvserver``) and sends each run to one:
+a run costs a fork inside gVisor, not a sandbox start.
+
+Same interface and results as :class:`~assay.sandbox.Sandbox`: ``execute(RunRequest)`` ->
+``ExecResult`` with the same statuses, CPU-time verdicts, output caps and collected files,
+on the host's runtime (read-only binds of ``/usr`` ...) or a task image's root. A container
+serves ``MAX_RUNS`` runs (each with a wiped ``/work`` and ``/tmp`` and every process of the
+run killed) and is then replaced; any protocol failure or missed deadline destroys it.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import contextlib
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from .. import defaults
+from ..errors import SandboxError
+from ..types import ExecResult
+from ._gvisor_wire import Stopped, recv, relay, send, server_program, wait_answer
+from ._run import RunRequest
+from .config import SandboxConfig
+from .sandbox import validate_request
+
+#: Runs one container serves before it is replaced.
+MAX_RUNS = 64
+#: Seconds a container may take to start and report ready.
+START_TIMEOUT_S = 30.0
+#: Seconds past a run's wall limit before the host gives up on the container.
+ANSWER_GRACE_S = 5.0
+_HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
+
+
+def runsc_path() -> str | None:
+    return shutil.which("runsc")
+
+
+def available() -> tuple[bool, str]:
+    """Whether this tier can run here, and why not."""
+    path = runsc_path()
+    if path is None:
+        return False, "runsc not installed (apt-get install runsc)"
+    if os.geteuid() != 0:
+        return False, "runsc needs root here"
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"runsc does not start: {exc}"
+    return True, out.stdout.splitlines()[0] if out.stdout else path
+
+
+class _Container:
+    """One started gVisor sandbox whose PID 1 is the exec server."""
+
+    def __init__(self, owner: GVisorSandbox) -> None:
+        self.owner = owner
+        self.id = f"assay-{uuid.uuid4().hex[:12]}"
+        self.bundle = os.path.join(owner.state, self.id)
+        self.runs = 0
+        self.uds = os.path.join(self.bundle, "uds")
+        os.makedirs(self.uds, mode=0o700)
+        with open(os.path.join(self.bundle, "config.json"), "w") as fh:
+            json.dump(owner.spec(self.bundle), fh)
+        self.proc = subprocess.Popen(
+            [*owner.runsc_argv(), "run", "--bundle", self.bundle, self.id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
+        if ready is None or ready.get("kind") != "ready":
+            err = self._stderr()
+            self.destroy()
+            raise SandboxError(f"gVisor sandbox did not start: {err or 'no answer'}")
+        self.info = ready
+
+    def _stderr(self) -> str:
+        if self.proc.poll() is None or self.proc.stderr is None:
+            return ""
+        return self.proc.stderr.read().decode(errors="replace")[-2000:]
+
+    def run(self, req: RunRequest) -> ExecResult:
+        lim = req.limits
+        msg: dict[str, Any] = {
+            "mode": req.mode,
+            "argv": list(req.argv),
+            "files": [[p, base64.b64encode(c).decode(), m] for p, c, m in req.files],
+            "stdin": base64.b64encode(req.stdin).decode(),
+            "env": dict(req.env),
+            "collect": list(req.collect),
+            "limits": {
+                "time_s": lim.time_s,
+                "wall_s": lim.effective_wall_s,
+                "memory_mb": lim.memory_mb,
+                "processes": lim.processes,
+                "output_bytes": lim.output_bytes,
+                "file_bytes": lim.file_bytes,
+                "collect_bytes": defaults.DEFAULT_DISK_MB << 20,
+            },
+        }
+        self.runs += 1
+        started = time.monotonic()
+        listeners = []
+        for i in range(len(req.pass_fds)):
+            path = os.path.join(self.uds, f"fd{i}.sock")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(1)
+            listeners.append(listener)
+        msg["pass_fds"] = len(listeners)
+        relays: list[threading.Thread] = []
+        try:
+            send(self.wfd, msg)
+            for listener, fd in zip(listeners, req.pass_fds, strict=True):
+                listener.settimeout(START_TIMEOUT_S)
+                conn, _ = listener.accept()
+                pump = threading.Thread(
+                    target=relay, args=(conn, fd), daemon=True, name="assay-gvisor-fd"
+                )
+                pump.start()
+                relays.append(pump)
+        except OSError as exc:
+            raise SandboxError(f"gVisor sandbox unreachable: {exc}") from exc
+        finally:
+            for listener in listeners:
+                listener.close()
+            for fd in req.pass_fds[len(relays) :]:  # never handed to a relay
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        deadline = started + lim.effective_wall_s + ANSWER_GRACE_S
+        if req.stop_fd >= 0:
+            if not wait_answer(self.rfd, req.stop_fd, deadline):
+                # Stopped by the caller: the whole sandbox goes, as a killed program.
+                raise Stopped
+        answer = recv(self.rfd, deadline)
+        for pump in relays:
+            pump.join(timeout=5)
+        if answer is None:
+            raise SandboxError(f"gVisor sandbox gave no answer {self._stderr()}".strip())
+        if answer.get("status") == "sandbox_error":
+            raise SandboxError(f"gVisor exec server: {answer.get('error')}")
+        return ExecResult(
+            status=answer["status"],
+            exit_code=answer["exit_code"],
+            signal=answer["signal"],
+            stdout=base64.b64decode(answer["stdout"]),
+            stderr=base64.b64decode(answer["stderr"]),
+            stdout_truncated=answer["stdout_truncated"],
+            stderr_truncated=answer["stderr_truncated"],
+            cpu_s=answer["cpu_s"],
+            wall_s=answer["wall_s"],
+            peak_memory_bytes=answer["peak_memory_bytes"],
+            leftover_processes=answer["leftover_processes"],
+            files={k: base64.b64decode(v) for k, v in answer["files"].items()},
+        )
+
+    def destroy(self) -> None:
+        subprocess.run(
+            [*self.owner.runsc_argv(), "delete", "-force", self.id],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        shutil.rmtree(self.bundle, ignore_errors=True)
+
+
+class GVisorSandbox:
+    """A warm pool of gVisor sandboxes behind the :class:`~assay.sandbox.Sandbox` interface
+    the runner uses (thread-safe)."""
+
+    isolation = "gvisor"
+
+    def __init__(self, config: SandboxConfig | None = None, pool_size: int | None = None) -> None:
+        self.config = config or SandboxConfig()
+        ok, why = available()
+        if not ok:
+            raise SandboxError(f"the gVisor tier is unavailable: {why}")
+        self.runsc = runsc_path() or "runsc"
+        self.state = os.path.join(str(defaults.state_dir()), "gvisor", uuid.uuid4().hex[:8])
+        os.makedirs(self.state, exist_ok=True)
+        os.chmod(self.state, 0o700)
+        self.insecure = False
+        self.pool_size = pool_size if pool_size is not None else 2
+        self._lock = threading.Lock()
+        self._idle: collections.deque[_Container] = collections.deque()
+        self._starting = 0
+        self._closed = False
+        self._info: dict[str, Any] = {}
+        self._ids = itertools.count()
+        self._skeleton = self._make_skeleton()
+
+    # -- the container ------------------------------------------------------------------
+    def runsc_argv(self) -> list[str]:
+        return [
+            self.runsc,
+            "--network=none",
+            "--ignore-cgroups",
+            "--host-uds=open",  # the exec server connects to the relays of a run's extra fds
+            f"--root={os.path.join(self.state, 'runsc')}",
+        ]
+
+    def _make_skeleton(self) -> str:
+        """The read-only root of host-runtime containers: mount points, the host's
+        top-level symlinks (merged /usr) and a minimal /etc."""
+        root = os.path.join(self.state, "root")
+        os.makedirs(root, exist_ok=True)
+        for name in _HOST_SKELETON:
+            path = "/" + name
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), os.path.join(root, name))
+            elif os.path.isdir(path):
+                os.makedirs(os.path.join(root, name), exist_ok=True)
+        for name in ("proc", "dev", "tmp", "work", "etc", "sys"):
+            os.makedirs(os.path.join(root, name), exist_ok=True)
+        from ._inside.rootfs import GROUP, HOSTS, PASSWD
+
+        for name, text in (("passwd", PASSWD), ("group", GROUP), ("hosts", HOSTS)):
+            with open(os.path.join(root, "etc", name), "w") as fh:
+                fh.write(text)
+        for name in self.config.etc_binds:  # copies: the skeleton is per pool, read-only
+            src, dst = os.path.join("/etc", name), os.path.join(root, "etc", name)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+            elif os.path.isfile(src):
+                shutil.copyfile(src, dst)
+        return root
+
+    def spec(self, bundle: str) -> dict[str, Any]:
+        """The OCI runtime spec of one container."""
+        image = self.config.image_root
+        mounts: list[dict[str, Any]] = [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs"},
+            {
+                "destination": "/tmp",
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "options": ["nosuid", "nodev", "size=64m"],
+            },
+            {
+                "destination": "/dev/.assay-uds",
+                "type": "bind",
+                "source": os.path.join(bundle, "uds"),
+                "options": ["rbind", "nosuid", "nodev", "noexec"],
+            },
+            {
+                "destination": "/work",
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "options": ["nosuid", "nodev", f"size={defaults.DEFAULT_DISK_MB}m"],
+            },
+        ]
+        if image is None:
+            for path in [*self.config.ro_binds, *self.config.extra_ro_binds]:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    mounts.append(
+                        {
+                            "destination": path,
+                            "type": "bind",
+                            "source": path,
+                            "options": ["rbind", "ro", "nosuid", "nodev"],
+                        }
+                    )
+        # The exec server's (root in gVisor's kernel); the program drops them all.
+        caps = [
+            "CAP_SETUID",
+            "CAP_SETGID",
+            "CAP_CHOWN",
+            "CAP_FOWNER",
+            "CAP_DAC_OVERRIDE",
+            "CAP_KILL",
+        ]
+        return {
+            "ociVersion": "1.0.0",
+            "process": {
+                "user": {"uid": 0, "gid": 0},
+                "args": [self.config.python, "-I", "-c", server_program()],
+                "env": [f"{k}={v}" for k, v in defaults.SANDBOX_ENV.items()],
+                "cwd": "/",
+                "terminal": False,
+                "noNewPrivileges": True,
+                "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
+                "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+            },
+            "root": {"path": image or self._skeleton, "readonly": True},
+            "hostname": "sandbox",
+            "mounts": mounts,
+            "linux": {
+                "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+            },
+        }
+
+    # -- the pool -----------------------------------------------------------------------
+    def _take(self) -> _Container:
+        with self._lock:
+            if self._closed:
+                raise SandboxError("sandbox pool is closed")
+            container = self._idle.popleft() if self._idle else None
+            empty = not self._idle
+        if empty:  # the next run would wait for a start: begin one now, off this path
+            self._refill(1)
+        return container if container is not None else _Container(self)
+
+    def _refill(self, at_most: int | None = None) -> None:
+        with self._lock:
+            want = self.pool_size - len(self._idle) - self._starting
+            if at_most is not None:
+                want = min(want, at_most)
+            if self._closed or want <= 0:
+                return
+            self._starting += want
+        for _ in range(want):
+            threading.Thread(target=self._start_one, daemon=True, name="assay-gvisor").start()
+
+    def _start_one(self) -> None:
+        container = None
+        try:
+            container = _Container(self)
+        except SandboxError:
+            pass
+        with self._lock:
+            self._starting -= 1
+            if container is not None and not self._closed:
+                self._info = container.info
+                self._idle.append(container)
+                container = None
+        if container is not None:
+            container.destroy()
+
+    def _give_back(self, container: _Container) -> None:
+        with self._lock:
+            if not self._closed and container.runs < MAX_RUNS and len(self._idle) < self.pool_size:
+                self._idle.append(container)
+                return
+        self._destroy_later(container)
+
+    def _destroy_later(self, container: _Container) -> None:
+        """``runsc delete`` takes a while: never on a run's path."""
+        threading.Thread(target=container.destroy, daemon=True, name="assay-gvisor-rm").start()
+
+    def execute(self, req: RunRequest) -> ExecResult:
+        """Run ``req`` in a warm gVisor sandbox. Infrastructure failures come back as
+        ``sandbox_error`` results, as from the default tier; a bad request raises the
+        default tier's ValidationError. ``pass_fds`` reach the program as 3, 4, ... through
+        a relay (a Unix socket per fd, connected by the exec server before the fork)."""
+        try:
+            files, collect = validate_request(req)
+            req = replace(req, files=files, collect=collect)
+            container = self._take()
+        except SandboxError as exc:
+            for fd in req.pass_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            return ExecResult(status="sandbox_error", stderr=str(exc).encode())
+        except BaseException:
+            for fd in req.pass_fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            raise
+        self._info = container.info
+        try:
+            result = container.run(req)
+        except Stopped:
+            self._destroy_later(container)
+            return ExecResult(status="runtime_error", signal=9, stderr=b"")
+        except (SandboxError, OSError, ValueError, KeyError) as exc:
+            self._destroy_later(container)
+            return ExecResult(status="sandbox_error", stderr=str(exc).encode())
+        self._give_back(container)
+        return result
+
+    def warm_up(self, slots: int) -> None:
+        """Start up to ``slots`` sandboxes now (at most the pool size) and wait for them."""
+        with self._lock:
+            self.pool_size = max(self.pool_size, min(slots, self.pool_size))
+        self._refill()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self._idle) >= min(slots, self.pool_size) or self._starting == 0:
+                    return
+            time.sleep(0.02)
+
+    @property
+    def idle_slots(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    @property
+    def zygote_info(self) -> dict[str, object]:
+        return dict(self._info)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle = list(self._idle)
+            self._idle.clear()
+        for container in idle:
+            container.destroy()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._starting == 0:
+                    break
+            time.sleep(0.02)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def __enter__(self) -> GVisorSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

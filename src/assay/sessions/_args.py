@@ -1,0 +1,55 @@
+"""Checks of a session's arguments on the trusted side (paths, files, times)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ..errors import ValidationError
+
+#: The agent's own start-up files in /work (it removes them once loaded).
+AGENT = ".assay_agent.py"
+KERNEL = ".assay_kernel.py"
+MAX_TTL_S = 4 * 3600.0
+
+
+def check_time(field: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(field, f"must be a number, got {value!r}")
+    if not 0 < value <= MAX_TTL_S:
+        raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
+    return float(value)
+
+
+def user_files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes, int]]:
+    out = []
+    for path, content in (files or {}).items():
+        if not isinstance(path, str):
+            raise ValidationError("files", f"path {path!r} must be a string")
+        if os.path.normpath(path.removeprefix("/work/")) in (AGENT, KERNEL):
+            raise ValidationError(f"files[{path!r}]", "this name is reserved for the session agent")
+        if isinstance(content, str):
+            content = content.encode()
+        if not isinstance(content, bytes):
+            raise ValidationError(f"files[{path!r}]", "content must be str or bytes")
+        out.append((path, content, 0o644))
+    return out
+
+
+def opt_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def work_path(path: str, allow_root: bool = False) -> str:
+    """Syntax checks on a workspace path (the agent resolves symlinks inside)."""
+    if not isinstance(path, str) or "\x00" in path or not path:
+        raise ValidationError("path", f"{path!r} must be a non-empty string without NUL")
+    rel = path[len("/work/") :] if path.startswith("/work/") else path
+    if rel in ("/work", "."):
+        rel = "."
+    norm = os.path.normpath(rel)
+    if rel.startswith("/") or norm == ".." or norm.startswith("../"):
+        raise ValidationError("path", f"{path!r} must stay inside /work")
+    if norm == "." and not allow_root:
+        raise ValidationError("path", f"{path!r} names the workspace itself, not a file")
+    return norm

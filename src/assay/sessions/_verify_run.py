@@ -1,0 +1,246 @@
+"""One run of a task's hidden tests on a snapshot of a workspace, in a fresh sandbox.
+
+The trusted side builds the files the tests see: the snapshot, with every protected path
+(and every file a test runner reads as configuration: ``conftest.py``, ``pytest.ini``,
+``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``sitecustomize.py``, ``usercustomize.py``,
+``*.pth``) reset to the task's own copy, then the hidden tests on top. The run reports one
+line per test on a pipe, each prefixed with a secret made for this run; the trusted side
+counts a test as passed only on such a line, within the task's set of test names.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import secrets
+import select
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+
+from ..sandbox import RunRequest
+from ..tasks.types import AgentTask
+from ..types import ExecResult
+
+#: Where the workspace sits in the verification sandbox, and the runner's own folder.
+ROOT = "ws"
+RUNNER_DIR = ".assay_verify"
+_CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+        "sitecustomize.py",
+        "usercustomize.py",
+    }
+)
+_REPORT_CAP = 4 << 20
+Execute = Callable[[RunRequest], ExecResult]
+
+
+@cache
+def _runner_source() -> bytes:
+    return resources.files("assay.sessions._inside").joinpath("verify_runner.py").read_bytes()
+
+
+def is_runner_config(path: str) -> bool:
+    """A file a Python test run reads by its name alone (the agent may not plant one)."""
+    name = os.path.basename(path)
+    return name in _CONFIG_NAMES or name.endswith(".pth")
+
+
+def prepare(task: AgentTask, snapshot: Mapping[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
+    """The files the hidden tests run against, and the protected paths the agent changed."""
+    work = dict(snapshot)
+    guarded = set(task.protected_paths())
+    guarded |= {p for p in (*snapshot, *task.files) if is_runner_config(p)}
+    edits = []
+    for path in sorted(guarded):
+        original, current = task.files.get(path), snapshot.get(path)
+        if original != current:
+            edits.append(path)
+        if original is None:
+            work.pop(path, None)
+        else:
+            work[path] = original
+    for path, text in task.tests.items():
+        work[path] = text.encode()
+    return work, edits
+
+
+def plain_tests(task: AgentTask, work: Mapping[str, bytes]) -> list[str] | None:
+    """The node ids of the hidden tests if every file holds only top-level zero-argument
+    ``test*`` functions and nothing needs pytest (no ``pytest`` import, no fixture, no
+    decorator, no test class, no conftest): such tests run without importing pytest, which
+    costs ~100 ms. ``None`` when pytest is needed."""
+    if task.test_command or any(os.path.basename(p) == "conftest.py" for p in work):
+        return None
+    ids = []
+    for path, text in task.tests.items():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] in ("pytest", "unittest") for a in node.names
+            ):
+                return None
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "pytest",
+                "unittest",
+            ):
+                return None
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                return None
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                args = node.args
+                if (
+                    isinstance(node, ast.AsyncFunctionDef)
+                    or node.decorator_list
+                    or args.args
+                    or args.posonlyargs
+                    or args.kwonlyargs
+                    or args.vararg
+                    or args.kwarg
+                ):
+                    return None
+                ids.append(f"{path}::{node.name}")
+    return ids
+
+
+def static_ids(task: AgentTask) -> list[str]:
+    """Node ids written in the hidden test files (functions and ``Test*`` classes' methods;
+    parametrized tests get their ids from a run)."""
+    ids = []
+    for path, text in task.tests.items():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test"
+            ):
+                ids.append(f"{path}::{node.name}")
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                ids += [
+                    f"{path}::{node.name}::{m.name}"
+                    for m in node.body
+                    if isinstance(m, ast.FunctionDef) and m.name.startswith("test")
+                ]
+    return ids
+
+
+@dataclass
+class TestRun:
+    """What one verification run reported (outcomes only from lines with the run's secret)."""
+
+    __test__ = False
+
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (outcome, msg)
+    complete: bool = False
+    tampered: list[str] = field(default_factory=list)
+    collect_errors: list[str] = field(default_factory=list)
+    result: ExecResult | None = None
+    sandbox_error: str | None = None
+
+
+def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> TestRun:
+    """Run the hidden tests against ``work`` (from :func:`prepare`) in a fresh sandbox."""
+    plain = plain_tests(task, work)
+    mode = "command" if task.test_command else ("plain" if plain is not None else "pytest")
+    spec = {
+        "mode": mode,
+        "root": f"/work/{ROOT}",
+        "tests": sorted(task.tests),
+        "command": task.test_command,
+        "ini": f"/work/{RUNNER_DIR}/pytest.ini",
+    }
+    files = [(f"{ROOT}/{p}", data, 0o644) for p, data in work.items()]
+    files += [
+        (f"{RUNNER_DIR}/runner.py", _runner_source(), 0o444),
+        (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),
+        (f"{RUNNER_DIR}/pytest.ini", b"[pytest]\n", 0o444),
+    ]
+    secret = secrets.token_hex(16).encode()
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    req = RunRequest(
+        "python",
+        [f"/work/{RUNNER_DIR}/runner.py", f"/work/{RUNNER_DIR}/spec.json"],
+        files,
+        stdin=secret + b"\n",
+        limits=task.limits,
+        pass_fds=(os.dup(write_fd),),  # the run's copy; ours is closed when it returns
+    )
+    out = TestRun()
+    box: dict[str, ExecResult | BaseException] = {}
+
+    def _go() -> None:
+        try:
+            box["result"] = execute(req)
+        except BaseException as exc:  # reported as our failure below
+            box["error"] = exc
+        finally:
+            os.close(write_fd)  # with the run's copy gone too, the reader sees EOF
+
+    thread = threading.Thread(target=_go, daemon=True, name="assay-verify")
+    thread.start()
+    chunks, size = [], 0
+    try:
+        # Until EOF (the run's copy closed: the usual end), or until the run is over and
+        # nothing more is buffered (an executor that failed before taking its copy).
+        while size < _REPORT_CAP:
+            ready, _, _ = select.select([read_fd], [], [], 0.05)
+            if not ready:
+                if thread.is_alive():
+                    continue
+                break
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(read_fd)
+    thread.join()
+    got = box.get("result")
+    if not isinstance(got, ExecResult):
+        out.sandbox_error = f"verification run failed: {box.get('error')!r}"
+        return out
+    out.result = got
+    if got.status == "sandbox_error":
+        out.sandbox_error = got.stderr[-500:].decode(errors="replace") or "sandbox_error"
+        return out
+    prefix = secret + b" "
+    for line in b"".join(chunks).splitlines():
+        if not line.startswith(prefix):
+            continue
+        try:
+            msg = json.loads(line[len(prefix) :])
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("end"):
+            out.complete = True
+            out.tampered = [str(t) for t in msg.get("tampered") or []]
+        elif isinstance(msg.get("id"), str):
+            node = msg["id"]
+            outcome = "passed" if msg.get("outcome") == "passed" else "failed"
+            if out.outcomes.get(node, ("passed", ""))[0] == "passed":  # a failure sticks
+                out.outcomes[node] = (outcome, str(msg.get("message", ""))[:600])
+        elif isinstance(msg.get("collect_error"), str):
+            out.collect_errors.append(str(msg.get("message", ""))[:600])
+    return out

@@ -1,0 +1,140 @@
+"""The hardened tier: runs on gVisor's kernel with the default tier's limits and results."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from assay import Limits, Runner
+from assay.errors import ValidationError
+from assay.judge import Judge, Problem, Submission, TestCase
+from assay.sandbox import RunRequest, SandboxConfig
+from assay.sandbox.gvisor import available
+
+OK, WHY = available()
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not OK, reason=WHY)]
+
+
+@pytest.fixture(scope="module")
+def gvisor() -> Iterator[Runner]:
+    with Runner(config=SandboxConfig(isolation="gvisor")) as r:
+        yield r
+
+
+def test_runs_on_gvisors_kernel_not_the_hosts(gvisor: Runner) -> None:
+    res = gvisor.run("import os; print(os.uname().release)")
+    assert res.status == "ok", res.stderr
+    assert res.stdout.decode().strip() != os.uname().release
+    assert gvisor.isolation == "gvisor"
+    assert gvisor.sandbox.zygote_info.get("python")
+
+
+def test_same_statuses_as_the_default_tier(gvisor: Runner) -> None:
+    assert gvisor.run("raise SystemExit(3)").exit_code == 3
+    err = gvisor.run("1/0")
+    assert err.status == "runtime_error" and b"ZeroDivisionError" in err.stderr
+    spin = gvisor.run("while True: pass", limits=Limits(time_s=0.3))
+    assert spin.status == "time_limit" and spin.cpu_s >= 0.3
+    # A sleeper is stopped by the wall backstop, with almost no CPU used.
+    nap = gvisor.run("import time; time.sleep(30)", limits=Limits(time_s=0.2, wall_s=0.5))
+    assert nap.status == "time_limit" and nap.cpu_s < 0.2
+    mem = gvisor.run("x = bytearray(400 << 20)", limits=Limits(memory_mb=64, time_s=5))
+    assert mem.status == "memory_limit"
+    flood = gvisor.run(
+        "import sys\nwhile True: sys.stdout.write('x' * 65536)",
+        limits=Limits(output_bytes=1 << 16, time_s=5),
+    )
+    assert flood.status == "output_limit" and flood.stdout_truncated
+    assert len(flood.stdout) == 1 << 16
+
+
+def test_files_stdin_and_collection(gvisor: Runner) -> None:
+    res = gvisor.run(
+        "import sys\nopen('out/r.txt', 'w').write(sys.stdin.read() + open('in.txt').read())",
+        stdin="a",
+        files={"in.txt": "b", "out/keep": ""},
+        collect=["out/r.txt", "missing.txt"],
+    )
+    assert res.status == "ok", res.stderr
+    assert res.files == {"out/r.txt": b"ab"}
+    # Nothing of a run is left for the next one.
+    after = gvisor.run("import os; print(sorted(os.listdir('.')), os.listdir('/tmp'))")
+    assert after.stdout == b"['main.py'] []\n"
+
+
+def test_program_is_unprivileged_without_network(gvisor: Runner) -> None:
+    res = gvisor.run(
+        "import os, socket\nprint(os.getuid(), os.getgid())\n"
+        "try:\n socket.create_connection(('1.1.1.1', 80), timeout=1); print('net')\n"
+        "except OSError: print('no net')\n"
+        "try:\n open('/usr/x', 'w'); print('wrote')\n"
+        "except OSError: print('read-only')\n"
+    )
+    assert res.stdout == b"65534 65534\nno net\nread-only\n", res.stderr
+
+
+def test_fork_bomb_is_contained_and_nothing_survives(gvisor: Runner) -> None:
+    bomb = gvisor.run(
+        "import os, time\nfor _ in range(200):\n"
+        "    try:\n        os.fork()\n    except OSError:\n        break\ntime.sleep(60)\n",
+        limits=Limits(time_s=1, wall_s=2, processes=16),
+    )
+    assert bomb.status in ("time_limit", "runtime_error")
+    left = gvisor.run(
+        "import os\nprint(sum(1 for p in os.listdir('/proc') if p.isdigit()"
+        " and os.stat('/proc/' + p).st_uid == os.getuid()))"
+    )
+    assert left.stdout == b"1\n"  # this program alone
+
+
+def test_a_compiled_language_and_a_shell(gvisor: Runner) -> None:
+    c = gvisor.run('#include <stdio.h>\nint main(void){puts("c");return 0;}', "c")
+    assert c.status == "ok" and c.stdout == b"c\n", c.stderr
+    sh = gvisor.run("echo $((6*7))", "bash")
+    assert sh.stdout == b"42\n"
+
+
+def test_per_request_tier_from_a_default_runner(runner: Runner) -> None:
+    res = runner.run("import os; print(os.uname().release)", isolation="gvisor")
+    assert res.status == "ok", res.stderr
+    assert res.stdout.decode().strip() != os.uname().release
+    host = runner.run("import os; print(os.uname().release)")
+    assert host.stdout.decode().strip() == os.uname().release
+    with pytest.raises(ValidationError, match="isolation"):
+        runner.run("print(1)", isolation="vm")
+
+
+def test_extra_fds_and_stop_fd(gvisor: Runner) -> None:
+    """``pass_fds`` reach the program as fd 3 (through the host's relay); ``stop_fd`` ends
+    the run as a killed program."""
+    ours, theirs = socket.socketpair()
+    code = b"import socket\ns = socket.socket(fileno=3)\ns.sendall(b'ping')\nprint(s.recv(9))\n"
+    req = RunRequest("python", ["/work/main.py"], [("main.py", code, 0o644)])
+    answer = threading.Thread(target=lambda: (ours.recv(4), ours.sendall(b"pong")))
+    answer.start()
+    res = gvisor.execute(replace(req, pass_fds=(theirs.detach(),)))
+    answer.join()
+    ours.close()
+    assert res.stdout == b"b'pong'\n", res.stderr
+    stop_r, stop_w = os.pipe()
+    threading.Timer(0.3, os.write, (stop_w, b"x")).start()
+    nap = (b"import time\ntime.sleep(30)\n", 0o644)
+    stopped = gvisor.execute(
+        RunRequest("python", ["/work/main.py"], [("main.py", *nap)], stop_fd=stop_r)
+    )
+    os.close(stop_r)
+    os.close(stop_w)
+    assert stopped.status == "runtime_error" and stopped.signal == 9
+
+
+def test_judging_with_the_trusted_call_server(gvisor: Runner) -> None:
+    test = TestCase(kind="call", options={"fn_name": "add", "args": [2, 3]}, expected_value=5)
+    good = Judge(gvisor).judge(Submission(Problem("p", [test]), "def add(a, b): return a + b"))
+    assert good.verdict == "accepted", good
+    bad = Judge(gvisor).judge(Submission(Problem("p", [test]), "def add(a, b): return 0"))
+    assert bad.verdict == "wrong_answer", bad
