@@ -74,8 +74,11 @@ class SessionLoad:
 
     def _step(self, client: httpx.Client, sid: str, command: str, **kw: object) -> dict | None:
         r = client.post(f"/v1/sessions/{sid}/exec", json={"command": command, **kw})
-        if r.status_code == 410:  # ended under the step (the memory bomb): why is in the body
-            self._count(f"ended_early_{r.json().get('reason')}")
+        if r.status_code == 410:  # ended under the step: why is in the body
+            reason = r.json().get("reason")
+            self._count(f"ended_early_{reason}")
+            if reason == "idle_ttl":  # steps follow each other at once: never idle
+                self._fail("session reaped at its idle TTL while its client was stepping")
             return None
         if r.status_code != 200:
             self._fail(f"exec HTTP {r.status_code}: {r.text}")
@@ -86,7 +89,7 @@ class SessionLoad:
 
     def _episode(self, client: httpx.Client, rng: random.Random) -> None:
         r = client.post(
-            "/v1/sessions", json={"limits": LIMITS, "ttl_s": 60, "idle_ttl_s": self.idle_ttl_s}
+            "/v1/sessions", json={"limits": LIMITS, "ttl_s": 300, "idle_ttl_s": self.idle_ttl_s}
         )
         if r.status_code == 429:
             self._count("refused")

@@ -214,6 +214,10 @@ def test_node_capacity_has_one_series_per_node() -> None:
     assert value(m, "assay_node_slots_busy", node="a") == 16
     assert value(m, "assay_node_up", node="b") == 0
     assert value(m, "assay_node_slots", node=local) is None
+    cluster = Metrics()
+    cluster.bind_workers(lambda: 20, 64)  # a cluster's workers, no memory probe: not one node
+    assert value(cluster, "assay_workers") == 64
+    assert [s for s in samples(cluster) if s.name.startswith("assay_node_")] == []
 
 
 def test_node_name_defaults_to_the_host_name(monkeypatch: pytest.MonkeyPatch) -> None:

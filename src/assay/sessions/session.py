@@ -329,13 +329,18 @@ class Session:
         if self._slot_call is None:
             return run()
         with self._step_lock:
-            out: tuple[dict[str, Any], bytes] = self._slot_call(
-                run,
-                priority=self.priority,
-                caller=self.caller,
-                estimate_s=self._step_s,
-                memory_mb=self.limits.memory_mb,
-            )
+            self.busy = True  # waiting for a slot is not idle: the reaper must leave it
+            try:
+                out: tuple[dict[str, Any], bytes] = self._slot_call(
+                    run,
+                    priority=self.priority,
+                    caller=self.caller,
+                    estimate_s=self._step_s,
+                    memory_mb=self.limits.memory_mb,
+                )
+            finally:
+                self.busy = False
+                self.last_used = time.monotonic()
         return out
 
     def exec(

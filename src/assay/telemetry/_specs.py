@@ -152,7 +152,11 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
     # Agent sessions (a SessionManager on the executor; read at scrape time unless a counter).
     MetricSpec("assay_sessions_open", "gauge", "Agent sessions open now (read at scrape time)."),
-    MetricSpec("assay_sessions_busy", "gauge", "Open sessions running a step or a call right now."),
+    MetricSpec(
+        "assay_sessions_busy",
+        "gauge",
+        "Open sessions with a step or call in progress (running, or waiting for an executor slot).",
+    ),
     MetricSpec(
         "assay_sessions_max",
         "gauge",

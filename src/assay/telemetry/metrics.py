@@ -313,16 +313,19 @@ class Metrics:
     ) -> None:
         """Read the busy-worker count from ``busy_fn`` at every scrape; the pool has ``total``.
 
-        The pool is also this machine's one node of the ``assay_node_*`` gauges (named by
-        :func:`node_name`), with ``memory_mb()`` as its ``(budget, reserved)`` MiB; a cluster
-        executor binds its nodes with :meth:`bind_nodes` instead.
+        With ``memory_mb`` (``() -> (budget, reserved)`` MiB) the pool is this machine's one
+        node of the ``assay_node_*`` gauges (named by :func:`node_name`): the local
+        executor. A cluster executor, whose workers span nodes, binds without it and gives
+        each node's capacity to :meth:`bind_nodes`, so its driver never poses as one node.
         """
         self._gauges.busy = busy_fn
         self._gauges.total = total
+        if memory_mb is None:
+            return
         node = node_name()
 
         def local() -> list[NodeCapacity]:
-            budget, used = memory_mb() if memory_mb is not None else (0, 0)
+            budget, used = memory_mb()
             return [NodeCapacity(node, total, busy_fn(), budget << 20, used << 20)]
 
         self._nodes.probe = local
