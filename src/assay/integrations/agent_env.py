@@ -200,3 +200,14 @@ class Episode:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_OBSERVATION",
+    "Episode",
+    "Outcome",
+    "describe",
+    "parse_action",
+    "task_of",
+]

@@ -66,6 +66,10 @@ class AsyncSession:
     async def fork(self) -> AsyncSession:
         return AsyncSession(await asyncio.to_thread(self.session.fork))
 
+    async def verify(self, diagnosis: object = None) -> Any:
+        """``Session.verify`` off the event loop (a ``VerifyResult``)."""
+        return await asyncio.to_thread(self.session.verify, diagnosis)
+
     async def close(self) -> None:
         await asyncio.to_thread(self.session.close)
 
