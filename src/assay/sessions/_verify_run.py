@@ -143,6 +143,14 @@ def static_ids(task: AgentTask) -> list[str]:
     return ids
 
 
+def _by_file(ids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for node in ids:
+        path, _, name = node.partition("::")
+        out.setdefault(path, []).append(name)
+    return out
+
+
 @dataclass
 class TestRun:
     """What one verification run reported (outcomes only from lines with the run's secret)."""
@@ -167,6 +175,7 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
         "tests": sorted(task.tests),
         "command": task.test_command,
         "ini": f"/work/{RUNNER_DIR}/pytest.ini",
+        "plain": _by_file(plain or []),
     }
     files = [(f"{ROOT}/{p}", data, 0o644) for p, data in work.items()]
     files += [

@@ -8,12 +8,10 @@ workspace is imported before pytest (when used) is; afterwards an import finder 
 load any standard library, pytest or pluggy module from the workspace.
 """
 
-import ast
 import json
 import os
 import sys
 import time
-import traceback
 from typing import Any
 
 
@@ -102,19 +100,9 @@ def _prepare(root: str, base: list[str]) -> None:
         del os.environ[key]
 
 
-def _test_functions(source: str) -> list[str]:
-    tree = ast.parse(source)
-    out = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
-            "test"
-        ):
-            out.append(node.name)
-    return out
-
-
 def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
-    """Top-level zero-argument ``test*`` functions, called in file order."""
+    """Top-level zero-argument ``test*`` functions (named by the trusted side, which parsed
+    the files: no ``ast`` import here, ~6 ms), called in file order."""
     import importlib.util
 
     root = spec["root"]
@@ -123,8 +111,7 @@ def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
     before = _snapshot(watched)
     for rel in spec["tests"]:
         path = os.path.join(root, rel)
-        with open(path, encoding="utf-8") as fh:
-            names = _test_functions(fh.read())
+        names = spec["plain"][rel]
         sys.path[0:0] = [os.path.dirname(path)]
         modname = os.path.splitext(os.path.basename(rel))[0]
         try:
@@ -146,9 +133,13 @@ def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
                 continue
             try:
                 fn()
-            except BaseException as exc:
-                tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-                _emit({"id": nodeid, "outcome": "failed", "message": "".join(tb)[-600:]})
+            except BaseException as exc:  # no traceback module: ~7 ms to import
+                tb, where = exc.__traceback__, ""
+                while tb is not None:
+                    where = f" ({tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+                    tb = tb.tb_next
+                msg = f"{type(exc).__name__}: {str(exc)[:400]}{where}"
+                _emit({"id": nodeid, "outcome": "failed", "message": msg})
             else:
                 _emit({"id": nodeid, "outcome": "passed"})
     return _changed(before, watched)
@@ -244,6 +235,8 @@ def main() -> None:
 try:
     main()
 except BaseException:
+    import traceback
+
     traceback.print_exc()
     raise
 finally:
