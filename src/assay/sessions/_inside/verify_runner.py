@@ -20,6 +20,10 @@ def _make_emit() -> Any:
     module of the workspace could import from ``__main__``)."""
     write, prefix = os.write, sys.stdin.buffer.read(64).strip() + b" "
     dumps = json.dumps
+    # fd 0 is a memfd the code under test could re-read (pread, /proc/self/fd/0): replace it.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
     def emit(msg: dict[str, Any]) -> None:
         write(3, prefix + dumps(msg).encode() + b"\n")
