@@ -232,3 +232,43 @@ def test_runner_patching_is_detected(session_of, kind: str, patch: str) -> None:
     s.exec(f"cat >> calc.py <<'EOF'\n{patch}EOF")
     v = s.verify()
     assert v.passed == 0 and "patched the test runner" in v.reason
+
+
+REWRITE_LATER_TEST = """
+import glob, os, py_compile
+for path in glob.glob('/work/ws/**/test_b*.py', recursive=True):
+    fake = path + '.fake.py'
+    with open(fake, 'w') as fh:
+        fh.write('def test_add():\\n    pass\\n\\n\\ndef test_add_zero():\\n    pass\\n')
+    os.chmod(path, 0o644)
+    with open(path, 'w') as fh:
+        fh.write(open(fake).read())
+    # and a cached "rewritten" test, as pytest's assertion rewriter would look for it
+    cache = os.path.join(os.path.dirname(path), '__pycache__')
+    os.makedirs(cache, exist_ok=True)
+    for tag in ('pytest-7.2.1', 'pytest-8.0.0', 'pytest-9.0.3'):
+        py_compile.compile(path, cfile=os.path.join(cache, 'test_b.cpython-311-%s.pyc' % tag))
+"""
+
+
+@pytest.mark.parametrize("kind", ["plain", "pytest"])
+def test_rewriting_a_later_test_file_at_run_time(runner: Runner, kind: str) -> None:
+    head = "import pytest\n" if kind == "pytest" else ""
+    task = AgentTask.from_dict(
+        {
+            "task_id": "two-files",
+            "instructions": "fix add",
+            "files": {"calc.py": BROKEN},
+            "tests": {
+                "test_a.py": head
+                + "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+                "test_b.py": head + PLAIN.split("\n\n\ndef test_mul")[0] + "\n",
+            },
+        }
+    )
+    with Session.for_task(runner, task) as s:
+        assert s.verify().tests["test_b.py::test_add"] == "failed"
+        s.exec(f"cat >> calc.py <<'EOF'\n{REWRITE_LATER_TEST}\nEOF")
+        v = s.verify()
+        assert v.tests["test_b.py::test_add"] == "failed", v
+        assert v.tests["test_a.py::test_mul"] == "passed"

@@ -176,6 +176,8 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
         "command": task.test_command,
         "ini": f"/work/{RUNNER_DIR}/pytest.ini",
         "plain": _by_file(plain or []),
+        # Read by the runner before any workspace code runs, and used instead of the disk.
+        "pinned": sorted({*task.tests, *(p for p in work if os.path.basename(p) == "conftest.py")}),
     }
     files = [(f"{ROOT}/{p}", data, 0o644) for p, data in work.items()]
     files += [

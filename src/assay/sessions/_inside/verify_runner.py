@@ -104,7 +104,9 @@ def _prepare(root: str, base: list[str]) -> None:
         del os.environ[key]
 
 
-def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
+def run_plain(
+    spec: dict[str, Any], base: list[str], _emit: Any, pinned: dict[str, bytes]
+) -> list[str]:
     """Top-level zero-argument ``test*`` functions (named by the trusted side, which parsed
     the files: no ``ast`` import here, ~6 ms), called in file order."""
     import importlib.util
@@ -120,10 +122,12 @@ def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
         modname = os.path.splitext(os.path.basename(rel))[0]
         try:
             mspec = importlib.util.spec_from_file_location(modname, path)
-            assert mspec is not None and mspec.loader is not None
+            assert mspec is not None
             module = importlib.util.module_from_spec(mspec)
             sys.modules[modname] = module
-            mspec.loader.exec_module(module)
+            # From the bytes read before any workspace code ran: code under test that
+            # rewrites a later test file on disk changes nothing.
+            exec(compile(pinned[path], path, "exec", dont_inherit=True), module.__dict__)
         except BaseException as exc:
             msg = f"collection: {type(exc).__name__}: {str(exc)[:300]}"
             for name in names:
@@ -149,10 +153,13 @@ def run_plain(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
     return _changed(before, watched)
 
 
-def run_pytest(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
+def run_pytest(
+    spec: dict[str, Any], base: list[str], _emit: Any, pinned: dict[str, bytes]
+) -> list[str]:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     import pytest
 
+    _pin_pytest(pinned)
     root = spec["root"]
     _prepare(root, base)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -165,7 +172,7 @@ def run_pytest(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
                 _emit(
                     {
                         "id": report.nodeid,
-                        "outcome": "passed" if report.passed else "failed",
+                        "outcome": "passed" if report.outcome == "passed" else "failed",
                         "message": str(report.longrepr or "")[-600:],
                     }
                 )
@@ -190,6 +197,28 @@ def run_pytest(spec: dict[str, Any], base: list[str], _emit: Any) -> list[str]:
     code = pytest.main(args, plugins=[Collect()])
     _emit({"pytest_exit": int(code)})
     return _changed(before, watched)
+
+
+def _pin_pytest(pinned: dict[str, bytes]) -> None:
+    """pytest loads test files and conftests through its assertion rewriter: make it read
+    the pinned bytes (read before any workspace code ran), and never a cached ``.pyc`` (one
+    written at run time by code under test would be loaded as the test)."""
+    import ast as _ast
+
+    from _pytest.assertion import rewrite
+
+    original = rewrite._rewrite_test
+
+    def pinned_rewrite(fn: Any, config: Any) -> Any:
+        data = pinned.get(str(fn))
+        if data is None:
+            return original(fn, config)
+        tree = _ast.parse(data, filename=str(fn))
+        rewrite.rewrite_asserts(tree, data, str(fn), config)
+        return os.stat(fn), compile(tree, str(fn), "exec", dont_inherit=True)
+
+    rewrite._rewrite_test = pinned_rewrite
+    rewrite._read_pyc = lambda *args, **kwargs: None
 
 
 def run_command(spec: dict[str, Any], _emit: Any) -> list[str]:
@@ -227,10 +256,15 @@ def main() -> None:
         spec = json.load(fh)
     os.unlink(sys.argv[1])
     base = [p for p in sys.path[1:] if p and not p.startswith("/work")]
+    pinned = {}
+    for rel in spec["pinned"]:
+        path = os.path.join(spec["root"], rel)
+        with open(path, "rb") as fh:
+            pinned[path] = fh.read()
     if spec["mode"] == "plain":
-        tampered = run_plain(spec, base, emit)
+        tampered = run_plain(spec, base, emit, pinned)
     elif spec["mode"] == "pytest":
-        tampered = run_pytest(spec, base, emit)
+        tampered = run_pytest(spec, base, emit, pinned)
     else:
         tampered = run_command(spec, emit)
     emit({"end": True, "tampered": tampered})
