@@ -272,3 +272,26 @@ def test_rewriting_a_later_test_file_at_run_time(runner: Runner, kind: str) -> N
         v = s.verify()
         assert v.tests["test_b.py::test_add"] == "failed", v
         assert v.tests["test_a.py::test_mul"] == "passed"
+
+
+def test_shadowing_a_module_the_tests_import(runner: Runner) -> None:
+    """A workspace ``numpy.py`` whose ``allclose`` always agrees (numpy is Debian's
+    python3-numpy in the sandbox; the fix must still pass with the real one)."""
+    tests = (
+        "import numpy as np\nfrom calc import add\n\n\ndef test_add():\n"
+        "    assert np.allclose(add(2, 3), 5)\n"
+    )
+    task = AgentTask.from_dict(
+        {
+            "task_id": "np",
+            "instructions": "",
+            "files": {"calc.py": BROKEN},
+            "tests": {"t_np.py": tests},
+        }
+    )
+    with Session.for_task(runner, task) as s:
+        s.exec("printf 'def allclose(*a, **k):\\n    return True\\n' > numpy.py")
+        s.exec("mkdir -p np_pkg && touch np_pkg/__init__.py")
+        assert s.verify().tests["t_np.py::test_add"] == "failed"
+        s.exec("rm numpy.py && sed -i 's/a - b/a + b/' calc.py")
+        assert s.verify().tests["t_np.py::test_add"] == "passed"

@@ -256,6 +256,7 @@ def main() -> None:
         spec = json.load(fh)
     os.unlink(sys.argv[1])
     base = [p for p in sys.path[1:] if p and not p.startswith("/work")]
+    _GUARDED.update(spec.get("guarded") or [])
     pinned = {}
     for rel in spec["pinned"]:
         path = os.path.join(spec["root"], rel)
