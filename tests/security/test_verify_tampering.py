@@ -295,3 +295,28 @@ def test_shadowing_a_module_the_tests_import(runner: Runner) -> None:
         assert s.verify().tests["t_np.py::test_add"] == "failed"
         s.exec("rm numpy.py && sed -i 's/a - b/a + b/' calc.py")
         assert s.verify().tests["t_np.py::test_add"] == "passed"
+
+
+def test_lying_eq_on_a_strict_task(runner: Runner) -> None:
+    """A repair task (strict values, as the CodeT converter makes them): an object whose
+    ``__eq__`` always agrees does not pass the hidden asserts."""
+    from assay.tasks.codet import repair_task
+
+    rec = {
+        "task_id": "HumanEval/53",
+        "prompt": 'def add(x: int, y: int):\n    """Add two numbers x and y"""\n',
+        "canonical_solution": "    return x + y\n",
+        "entry_point": "add",
+        "test": "def check(candidate):\n    assert candidate(0, 1) == 1\n"
+        "    assert candidate(5, 7) == 12\n",
+    }
+    liar = (
+        "    class Yes(int):\n        def __eq__(self, other):\n            return True\n"
+        "        __hash__ = int.__hash__\n    return Yes(0)\n"
+    )
+    task = repair_task(rec, "    return x - y\n", 0)
+    assert task.strict_values
+    with Session.for_task(runner, task) as s:
+        s.write_file("solution.py", rec["prompt"] + liar)
+        v = s.verify()
+        assert v.passed == 0 and v.reward == 0.0

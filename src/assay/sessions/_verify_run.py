@@ -23,6 +23,7 @@ from functools import cache
 from importlib import resources
 
 from ..sandbox import RunRequest
+from ..tasks.strict import strict_source
 from ..tasks.types import AgentTask
 from ..types import ExecResult
 
@@ -70,7 +71,7 @@ def prepare(task: AgentTask, snapshot: Mapping[str, bytes]) -> tuple[dict[str, b
         else:
             work[path] = original
     for path, text in task.tests.items():
-        work[path] = text.encode()
+        work[path] = (strict_source(text) if task.strict_values else text).encode()
     return work, edits
 
 

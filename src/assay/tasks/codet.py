@@ -79,6 +79,7 @@ def repair_task(
         files=before,
         tests={TEST_FILE: tests if tests is not None else hidden_tests(rec)},
         reference_patch=patch,
+        strict_values=True,  # a function's values: a lying __eq__ must not pass
         metadata={
             "source": "microsoft/CodeT humaneval-codegen16b-100-samples",
             "humaneval_task": rec["task_id"],
