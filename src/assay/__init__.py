@@ -40,11 +40,13 @@ from .sessions import (
     StepResult,
     TooManySessions,
 )
+from .tasks import AgentTask
 from .types import ExecResult, Limits, Status
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentTask",
     "AssayError",
     "AsyncSession",
     "BatchHandle",

@@ -46,3 +46,12 @@ def test_episode_truncates_at_max_steps(runner: Runner) -> None:
         assert not ep.step("prose").done
         out = ep.step("```bash\ntrue\n```")
         assert out.done and out.info["truncated"] and out.reward == 0.5
+
+
+def test_a_step_that_kills_the_session_ends_the_episode(runner: Runner) -> None:
+    with Episode(runner, TASK) as ep:
+        out = ep.step("```bash\nkill -9 -1\n```")
+        if not out.done:  # the agent may answer before it dies: the next step finds it gone
+            out = ep.step("```bash\ntrue\n```")
+        assert out.done and out.reward == 0.0 and out.info["kind"] == "ended"
+        assert out.info["valid"] and out.info["reason"] == "crashed"

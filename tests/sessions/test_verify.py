@@ -209,3 +209,20 @@ def test_weights_are_documented_defaults() -> None:
         "diff_excess": 0.1,
         "diagnosis": 0.2,
     }
+
+
+def test_async_session_verifies(runner: Runner) -> None:
+    import asyncio
+
+    from assay.sessions import AsyncSession
+
+    async def go() -> None:
+        s = AsyncSession(Session.for_task(runner, make_task()))
+        try:
+            await s.write_file("calc.py", FIXED)
+            v = await s.verify({"functions": ["add"]})
+            assert v.verdict == "accepted" and v.diagnosis_score == 1.0
+        finally:
+            await s.close()
+
+    asyncio.run(go())

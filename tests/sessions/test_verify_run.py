@@ -3,7 +3,13 @@ tests on top, and which path (fast or pytest) runs them."""
 
 from __future__ import annotations
 
-from assay.sessions._verify_run import is_runner_config, plain_tests, prepare, static_ids
+from assay.sessions._verify_run import (
+    external_imports,
+    is_runner_config,
+    plain_tests,
+    prepare,
+    static_ids,
+)
 from assay.tasks import AgentTask
 
 TASK = AgentTask(
@@ -61,3 +67,16 @@ def test_fast_path_only_for_plain_tests() -> None:
         task = AgentTask("t", "", {}, {"t.py": source})
         assert plain_tests(task, {}) is None, source
     assert static_ids(TASK) == ["test_h.py::test_x", "test_h.py::TestY::test_z"]
+
+
+def test_modules_the_tests_import_from_outside_are_guarded() -> None:
+    task = AgentTask(
+        "t",
+        "",
+        {"calc.py": b"", "pkg/__init__.py": b""},
+        {
+            "test_h.py": "import numpy as np\nimport pkg.x\nfrom calc import a\nfrom . import y\n"
+            "from hypothesis import given\nimport test_h\n"
+        },
+    )
+    assert external_imports(task) == ["hypothesis", "numpy"]

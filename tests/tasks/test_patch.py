@@ -22,3 +22,14 @@ def test_workspace_diff_round_trips_through_parse() -> None:
     assert parse_patch(text).lines == {"a.py": {2}, "gone.py": {1}, "new.py": {1}, "bin": {1}}
     assert diff_size(before, after) == 2 + 1 + 1 + 2
     assert diff_size(before, before) == 0
+
+
+def test_a_diff_without_final_newlines_applies() -> None:
+    from assay.tasks._git import apply_patch
+
+    before = {"s.py": b"def f():\n    return 1"}
+    after = {"s.py": b"def f():\n    return 2\n# done"}
+    text = unified_diff(before, after)
+    assert "\\ No newline at end of file" in text
+    assert apply_patch(before, text, "patch") == after
+    assert parse_patch(text).lines == {"s.py": {2}}

@@ -24,19 +24,24 @@ def from_samples_command(
     task: Annotated[
         list[str] | None, typer.Option("--task", help="Only these HumanEval task ids.")
     ] = None,
+    plus: Annotated[
+        Path | None,
+        typer.Option("--plus", help="HumanEvalPlus.jsonl.gz: hide HumanEval+'s tests instead."),
+    ] = None,
     insecure: Annotated[bool, typer.Option(help="Run without mandatory controls.")] = False,
 ) -> None:
     """Repair tasks from failing model samples: solution.py is a sample HumanEval's tests
     reject (judged in the sandbox), the tests are hidden, the canonical diff is the reference.
 
     Example: [bold]assay tasks from-samples ../shared/corpora/codet/humaneval-codegen16b-100-samples.jsonl
-    --dataset ../shared/corpora/humaneval/HumanEval.jsonl.gz --out repair.jsonl --limit 50[/]
+    --dataset ../shared/corpora/humaneval/HumanEval.jsonl.gz --out repair.jsonl --limit 50
+    [--plus ../shared/corpora/humanevalplus/HumanEvalPlus.jsonl.gz][/]
     """
     from ..tasks import dump_tasks
     from ..tasks.codet import from_samples
 
-    for arg, path in (("SAMPLES", samples), ("--dataset", dataset)):
-        if not path.is_file():
+    for arg, path in (("SAMPLES", samples), ("--dataset", dataset), ("--plus", plus)):
+        if path is not None and not path.is_file():
             usage_error(arg, f"{path} is not a file")
     if not out.parent.is_dir():
         usage_error("--out", f"directory {out.parent} does not exist")
@@ -60,6 +65,7 @@ def from_samples_command(
                     tasks=set(task) if task else None,
                     per_task=per_task,
                     limit=limit,
+                    plus_path=plus,
                     progress=lambda n: bar.advance(job, n),
                 ),
                 out,

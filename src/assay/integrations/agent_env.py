@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ValidationError
-from ..sessions import Session, SessionLimits
+from ..sessions import Session, SessionEnded, SessionLimits
 from ..sessions.verify import EpisodeRewards, VerifyResult
 from ..tasks import AgentTask
 
@@ -146,6 +146,17 @@ class Episode:
             raise ValidationError("action", "the episode is over")
         act = parse_action(action)
         self.steps += 1
+        try:
+            return self._step(act)
+        except SessionEnded as exc:
+            # The session is gone (its budget, its TTL, or a step that killed its agent):
+            # the episode ends. Only our own failure is not a training signal.
+            self.done = True
+            ours = "sandbox_error" in exc.detail
+            info = {"valid": not ours, "kind": "ended", "reason": exc.reason, "detail": exc.detail}
+            return Outcome(f"the session ended: {exc}", 0.0, True, info)
+
+    def _step(self, act: dict[str, Any]) -> Outcome:
         if "error" in act:
             out = Outcome(str(act["error"]), 0.0, False, {"valid": True, "kind": "invalid"})
         elif act.get("submit"):
@@ -200,3 +211,14 @@ class Episode:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "MAX_OBSERVATION",
+    "Episode",
+    "Outcome",
+    "describe",
+    "parse_action",
+    "task_of",
+]

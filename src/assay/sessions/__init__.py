@@ -3,11 +3,15 @@
 from .asyncio import AsyncSession
 from .manager import SessionManager, TooManySessions
 from .session import Session
+from .step_reward import RewardWeights
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from .verify import EpisodeRewards, VerifyResult
 
 __all__ = [
     "AsyncSession",
     "CellResult",
+    "EpisodeRewards",
+    "RewardWeights",
     "Session",
     "SessionEnded",
     "SessionLimits",
@@ -15,4 +19,5 @@ __all__ = [
     "SessionRefused",
     "StepResult",
     "TooManySessions",
+    "VerifyResult",
 ]

@@ -23,6 +23,7 @@ from functools import cache
 from importlib import resources
 
 from ..sandbox import RunRequest
+from ..tasks.strict import strict_source
 from ..tasks.types import AgentTask
 from ..types import ExecResult
 
@@ -70,7 +71,7 @@ def prepare(task: AgentTask, snapshot: Mapping[str, bytes]) -> tuple[dict[str, b
         else:
             work[path] = original
     for path, text in task.tests.items():
-        work[path] = text.encode()
+        work[path] = (strict_source(text) if task.strict_values else text).encode()
     return work, edits
 
 
@@ -120,6 +121,25 @@ def plain_tests(task: AgentTask, work: Mapping[str, bytes]) -> list[str] | None:
     return ids
 
 
+def external_imports(task: AgentTask) -> list[str]:
+    """Top-level modules the hidden tests import that the task's workspace does not define
+    (``numpy``, ``hypothesis``): the workspace may not shadow them in the verification (a
+    ``numpy.py`` whose ``allclose`` always says yes)."""
+    own = {p.split("/")[0].removesuffix(".py") for p in task.files}
+    names: set[str] = set()
+    for text in task.tests.values():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return sorted(names - own - {p.split("/")[0].removesuffix(".py") for p in task.tests})
+
+
 def static_ids(task: AgentTask) -> list[str]:
     """Node ids written in the hidden test files (functions and ``Test*`` classes' methods;
     parametrized tests get their ids from a run)."""
@@ -141,6 +161,14 @@ def static_ids(task: AgentTask) -> list[str]:
                     if isinstance(m, ast.FunctionDef) and m.name.startswith("test")
                 ]
     return ids
+
+
+def _by_file(ids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for node in ids:
+        path, _, name = node.partition("::")
+        out.setdefault(path, []).append(name)
+    return out
 
 
 @dataclass
@@ -167,6 +195,10 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
         "tests": sorted(task.tests),
         "command": task.test_command,
         "ini": f"/work/{RUNNER_DIR}/pytest.ini",
+        "plain": _by_file(plain or []),
+        # Read by the runner before any workspace code runs, and used instead of the disk.
+        "pinned": sorted({*task.tests, *(p for p in work if os.path.basename(p) == "conftest.py")}),
+        "guarded": external_imports(task),
     }
     files = [(f"{ROOT}/{p}", data, 0o644) for p, data in work.items()]
     files += [

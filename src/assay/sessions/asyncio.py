@@ -58,6 +58,7 @@ class AsyncSession:
     upload_tar = _off_loop(Session.upload_tar)
     run_cell = _off_loop(Session.run_cell)
     close = _off_loop(Session.close)
+    verify = _off_loop(Session.verify)
 
     async def fork(self) -> AsyncSession:
         return AsyncSession(await asyncio.to_thread(self.session.fork))

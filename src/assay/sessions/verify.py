@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import threading
 import time
 import warnings
 import weakref
@@ -106,11 +107,14 @@ class Verifier:
         )
         self.previous: frozenset[str] | None = None
         self.results: list[VerifyResult] = []
-        self._baseline: _Baseline | None = None
+        #: One verification at a time per episode (each compares with the one before).
+        self._lock = threading.Lock()
 
     def copy(self) -> Verifier:
-        twin = copy.copy(self)
-        twin.results = list(self.results)
+        with self._lock:
+            twin = copy.copy(self)
+            twin.results = list(self.results)
+        twin._lock = threading.Lock()
         return twin
 
     # -- the baseline: the task's own workspace -------------------------------------------------
@@ -145,6 +149,12 @@ class Verifier:
         self, execute: _verify_run.Execute, snapshot: Mapping[str, bytes], diagnosis: object = None
     ) -> VerifyResult:
         """Verify a workspace snapshot (path -> bytes) and record the step."""
+        with self._lock:
+            return self._verify(execute, snapshot, diagnosis)
+
+    def _verify(
+        self, execute: _verify_run.Execute, snapshot: Mapping[str, bytes], diagnosis: object
+    ) -> VerifyResult:
         start = time.perf_counter()
         diag = check_diagnosis(diagnosis)
         snap = _clean(snapshot)

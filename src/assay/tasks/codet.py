@@ -61,8 +61,11 @@ def hidden_tests(rec: dict[str, Any]) -> str:
     return head + "\n\ndef test_check():\n    check(candidate)\n"
 
 
-def repair_task(rec: dict[str, Any], sample: str, index: int) -> AgentTask:
-    """The repair task of HumanEval record ``rec`` starting from completion ``sample``."""
+def repair_task(
+    rec: dict[str, Any], sample: str, index: int, tests: str | None = None
+) -> AgentTask:
+    """The repair task of HumanEval record ``rec`` starting from completion ``sample``;
+    ``tests`` is the hidden test file (default: HumanEval's check, :func:`hidden_tests`)."""
     solution = rec["prompt"] + sample
     canonical = rec["prompt"] + rec["canonical_solution"]
     before = {"solution.py": solution.encode()}
@@ -74,13 +77,15 @@ def repair_task(rec: dict[str, Any], sample: str, index: int) -> AgentTask:
             "but it fails the task's tests. Find the bug and fix solution.py."
         ),
         files=before,
-        tests={TEST_FILE: hidden_tests(rec)},
+        tests={TEST_FILE: tests if tests is not None else hidden_tests(rec)},
         reference_patch=patch,
+        strict_values=True,  # a function's values: a lying __eq__ must not pass
         metadata={
             "source": "microsoft/CodeT humaneval-codegen16b-100-samples",
             "humaneval_task": rec["task_id"],
             "sample_index": index,
             "entry_point": rec["entry_point"],
+            "tests": "humaneval" if tests is None else "humanevalplus",
         },
     )
 
@@ -107,12 +112,19 @@ def from_samples(
     tasks: set[str] | None = None,
     per_task: int = 1,
     limit: int | None = None,
+    plus_path: str | Path | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[AgentTask]:
     """Repair tasks from failing samples: per HumanEval task (all, or those in ``tasks``),
-    the first ``per_task`` distinct samples that HumanEval's tests reject, at most
-    ``limit`` tasks in all. ``progress`` is called with the number of samples judged."""
+    the first ``per_task`` distinct samples that the tests reject, at most ``limit`` tasks
+    in all. With ``plus_path`` (HumanEval+), the hidden tests are HumanEval+'s base and plus
+    inputs (:mod:`assay.tasks.plus_tests`) and samples are judged on them; else HumanEval's
+    check. ``progress`` is called with the number of samples judged."""
+    from ..formats import evalplus
+    from .plus_tests import render
+
     records = read_records(dataset_path)
+    plus = {r["task_id"]: r for r in read_records(plus_path)} if plus_path else {}
     rows = _samples(Path(samples_path))
     ordered = sorted(records, key=lambda r: str(r["task_id"]))
     if len(rows) != len(ordered):
@@ -124,7 +136,16 @@ def from_samples(
     for rec, samples in zip(ordered, rows, strict=True):
         if tasks is not None and rec["task_id"] not in tasks:
             continue
-        problem = humaneval.problem(rec)
+        tests_text = None
+        if plus_path:
+            prec = plus.get(rec["task_id"])
+            if prec is None:
+                raise ValidationError("plus", f"{rec['task_id']} is not in {plus_path}")
+            base = evalplus.with_expected(runner, evalplus.problem(prec, "base"))
+            problem = evalplus.with_expected(runner, evalplus.problem(prec, "plus"))
+            tests_text = render(prec, base, list(problem.tests[len(base.tests) :]))
+        else:
+            problem = humaneval.problem(rec)
         seen: set[str] = set()
         kept = 0
         for index, sample in enumerate(samples):
@@ -138,7 +159,7 @@ def from_samples(
                 progress(1)
             if verdict in ("accepted", "sandbox_error"):
                 continue
-            yield repair_task(rec, sample, index)
+            yield repair_task(rec, sample, index, tests_text)
             made += 1
             kept += 1
             if limit is not None and made >= limit:

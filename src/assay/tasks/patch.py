@@ -98,7 +98,11 @@ def unified_diff(
                 n=1,
             )
         )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
+    # A file's last line without a newline: the marker git and patch expect after it.
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        for line in chunks
+    )
 
 
 def diff_size(before: Mapping[str, bytes], after: Mapping[str, bytes]) -> int:

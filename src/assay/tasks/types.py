@@ -15,7 +15,9 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
   from ``tests``); SWE-bench rows set it to ``FAIL_TO_PASS + PASS_TO_PASS``;
 - ``protected`` (paths the agent must not change; the test paths and every ``conftest.py``
   of the workspace are always protected), ``reference_patch`` (optional unified diff),
-  ``limits`` (optional: ``time_s``, ``memory_mb`` of one verification), ``metadata``.
+  ``limits`` (optional: ``time_s``, ``memory_mb`` of one verification), ``metadata``;
+- ``strict_values`` (optional, default false): ``==`` in the hidden tests' asserts refuses
+  non-builtin objects compared with plain values (:mod:`assay.tasks.strict`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ _FIELDS = {
     "reference_patch",
     "limits",
     "metadata",
+    "strict_values",
 }
 
 
@@ -115,6 +118,7 @@ class AgentTask:
     reference_patch: str | None = None
     limits: Limits = VERIFY_LIMITS
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    strict_values: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, str) or not self.task_id:
@@ -187,6 +191,7 @@ class AgentTask:
             reference_patch=row.get("reference_patch"),
             limits=_limits(row.get("limits")),
             metadata=dict(row.get("metadata") or {}),
+            strict_values=_flag("strict_values", row.get("strict_values", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -209,7 +214,15 @@ class AgentTask:
             row["limits"] = {"time_s": self.limits.time_s, "memory_mb": self.limits.memory_mb}
         if self.metadata:
             row["metadata"] = dict(self.metadata)
+        if self.strict_values:
+            row["strict_values"] = True
         return row
+
+
+def _flag(field_name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(field_name, f"must be true or false, got {value!r}")
+    return value
 
 
 def _limits(value: object) -> Limits:
