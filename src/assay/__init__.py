@@ -14,6 +14,7 @@ from .errors import (
     ValidationError,
 )
 from .executor import BatchHandle, JobResult, LocalExecutor, RunJob
+from .images import ImageSpec, ImageStore
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
 from .reward import (
     BinaryReward,
@@ -55,6 +56,8 @@ __all__ = [
     "ExecResult",
     "FractionReward",
     "HostReport",
+    "ImageSpec",
+    "ImageStore",
     "InsecureHostError",
     "JobResult",
     "Judge",

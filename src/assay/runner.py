@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections
+import functools
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
@@ -111,6 +112,7 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        *,
         image: str | None = None,
         isolation: str | None = None,
     ) -> ExecResult:
@@ -222,12 +224,20 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        *,
         image: str | None = None,
         isolation: str | None = None,
     ) -> ExecResult:
         """Async form of :meth:`run` (the sandbox work happens off the event loop)."""
         return await asyncio.to_thread(
-            self.run, code, language, stdin, limits, files, args, collect, image, isolation
+            functools.partial(self.run, image=image, isolation=isolation),
+            code,
+            language,
+            stdin,
+            limits,
+            files,
+            args,
+            collect,
         )
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
@@ -366,7 +376,7 @@ def run(
     b'cba\\n'
     """
     return default_runner().run(
-        code, language, stdin, limits, files, args, collect, image, isolation
+        code, language, stdin, limits, files, args, collect, image=image, isolation=isolation
     )
 
 
@@ -384,5 +394,5 @@ async def run_async(
 ) -> ExecResult:
     """Async form of :func:`run` (the sandbox work happens off the event loop)."""
     return await default_runner().run_async(
-        code, language, stdin, limits, files, args, collect, image, isolation
+        code, language, stdin, limits, files, args, collect, image=image, isolation=isolation
     )
