@@ -15,6 +15,7 @@ from .errors import (
 )
 from .executor import BatchHandle, JobResult, LocalExecutor, RunJob
 from .executor.ray import RayExecutor  # imports Ray only when one is created
+from .images import ImageSpec, ImageStore
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
 from .reward import (
     BinaryReward,
@@ -58,6 +59,8 @@ __all__ = [
     "ExecResult",
     "FractionReward",
     "HostReport",
+    "ImageSpec",
+    "ImageStore",
     "InsecureHostError",
     "JobResult",
     "Judge",

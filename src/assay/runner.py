@@ -112,6 +112,7 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        *,
         image: str | None = None,
         isolation: str | None = None,
     ) -> ExecResult:

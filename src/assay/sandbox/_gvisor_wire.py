@@ -4,10 +4,12 @@ length-prefixed JSON channel to it, and the relays that carry a run's extra fds.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
 import socket
+import stat
 import struct
 import time
 from typing import Any
@@ -35,34 +37,62 @@ def server_program() -> str:
     )
 
 
-def relay(conn: socket.socket, fd: int) -> None:
-    """Copy bytes both ways between ``conn`` (the exec server's connection, which the
-    program holds as fd 3, 4, ...) and the caller's socket ``fd`` until both are done;
-    then close both (the caller passed ``fd``'s ownership with the request)."""
-    theirs = socket.socket(fileno=os.dup(fd))
-    pairs = {conn.fileno(): (conn, theirs), theirs.fileno(): (theirs, conn)}
-    open_ends = set(pairs)
+def _write_all(fd: int, data: bytes) -> bool:
+    view = memoryview(data)
     try:
-        while open_ends:
-            ready, _, _ = select.select(list(open_ends), [], [], 1.0)
-            for r in ready:
-                src, dst = pairs[r]
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        return False
+    return True
+
+
+def _shut_write(fd: int) -> None:
+    """Half-close a socket ``fd`` (the peer reads EOF); nothing for a pipe, whose EOF comes
+    when the relay closes it."""
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return
+    except OSError:
+        return
+    sock = socket.socket(fileno=os.dup(fd))
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+def relay(conn: socket.socket, fd: int) -> None:
+    """Copy bytes between ``conn`` (the exec server's connection, which the program holds as
+    fd 3, 4, ...) and the caller's ``fd`` until both directions are done, then close both
+    (the caller passed ``fd``'s ownership with the request). ``fd`` may be a socket (both
+    ways) or one end of a pipe (the one way its access mode allows)."""
+    mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    to_caller = mode != os.O_RDONLY  # what the program writes, the caller reads
+    to_program = mode != os.O_WRONLY  # what the caller writes, the program reads
+    cfd = conn.fileno()
+    if not to_program:
+        _shut_write(cfd)
+    try:
+        while to_caller or to_program:
+            watch = ([cfd] if to_caller else []) + ([fd] if to_program else [])
+            for r in select.select(watch, [], [], 1.0)[0]:
                 try:
-                    data = src.recv(1 << 16)
+                    data = os.read(r, 1 << 16)
                 except OSError:
                     data = b""
-                if not data:
-                    open_ends.discard(r)
-                    with contextlib.suppress(OSError):
-                        dst.shutdown(socket.SHUT_WR)
+                if data and _write_all(fd if r == cfd else cfd, data):
                     continue
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    open_ends.clear()
+                if r == cfd:  # the program's side is done: the caller sees EOF
+                    to_caller = False
+                    _shut_write(fd)
+                else:
+                    to_program = False
+                    _shut_write(cfd)
     finally:
         conn.close()
-        theirs.close()
         with contextlib.suppress(OSError):
             os.close(fd)
 
