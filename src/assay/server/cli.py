@@ -51,10 +51,12 @@ def serve(
     log_level: str = "info",
     records: str | None = None,
     log_format: str = "json",
+    ray_address: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes. ``slots`` is how many
-    programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU."""
+    programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU; with
+    ``ray_address`` batches run on that Ray cluster's nodes instead (``slots`` then unused)."""
     import uvicorn
 
     from ..executor import LocalExecutor
@@ -71,7 +73,12 @@ def serve(
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
     runner = Runner(config=SandboxConfig(insecure=insecure))
-    executor = LocalExecutor(runner, slots=n_slots, records=records)
+    if ray_address is None:
+        executor: LocalExecutor = LocalExecutor(runner, slots=n_slots, records=records)
+    else:
+        from ..executor.ray import RayExecutor
+
+        executor = RayExecutor(ray_address, records=records)
     try:
         app = create_app(executor, settings=settings)
         config = uvicorn.Config(
@@ -151,6 +158,18 @@ def serve_command(
     log_format: Annotated[
         str, typer.Option(help="'json' (one object per line, with job and batch ids) or 'text'.")
     ] = "json",
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run batches on a Ray cluster ('auto', or ray://HEAD:10001), one node agent "
+            "per node; --slots is then unused (a node runs as many programs as it has CPUs). "
+            "Sessions (/v1/sessions, /run_jupyter) are refused with an error naming why: "
+            "they do not run on the cluster. Needs pip install 'assay[ray]'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -162,6 +181,8 @@ def serve_command(
         assay serve --host 0.0.0.0 --port 8080 --slots 16
 
         assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
+
+        assay serve --host 0.0.0.0 --ray auto   # on a Ray cluster's head (KubeRay)
 
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
@@ -190,4 +211,5 @@ def serve_command(
         records=records,
         log_level=log_level.lower(),
         log_format=log_format,
+        ray_address=ray,
     )

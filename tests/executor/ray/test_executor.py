@@ -12,7 +12,16 @@ from typing import Any
 import _ray_backends as rb
 import pytest
 
-from assay import Limits, LocalExecutor, Problem, RunJob, Session, Submission, TestCase
+from assay import (
+    Limits,
+    LocalExecutor,
+    Problem,
+    RunJob,
+    Session,
+    SessionManager,
+    Submission,
+    TestCase,
+)
 from assay.errors import ValidationError
 from assay.executor.ray import RayExecutor
 from assay.integrations.verl import compute_score_batch
@@ -175,5 +184,7 @@ def test_integrations_take_the_cluster_executor(sandboxed: RayExecutor) -> None:
 
 
 def test_sessions_are_refused_with_a_clear_error(sandboxed: RayExecutor) -> None:
-    with pytest.raises(ValidationError, match="RayExecutor has no local runner"):
+    with pytest.raises(ValidationError, match="RayExecutor runs batches on its nodes"):
         Session(sandboxed)
+    with pytest.raises(ValidationError, match="open sessions on a Runner"):
+        SessionManager(sandboxed)

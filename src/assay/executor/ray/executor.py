@@ -100,7 +100,10 @@ class RayExecutor(Dispatching):
         self._ray = ray
         self._own_ray = not ray.is_initialized()
         if self._own_ray:
-            ray.init(address=address, **(init_kwargs or {}))
+            try:
+                ray.init(address=address, **(init_kwargs or {}))
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
         self._slots_per_node = slots_per_node
         self._prefetch = prefetch
         self._node_deaths = node_deaths
@@ -133,20 +136,12 @@ class RayExecutor(Dispatching):
             metrics=metrics,
         )
 
-    # Sessions hold a sandbox across steps on one node; they are not run through this
-    # executor (``Session(source)`` asks for ``source.runner``): say so clearly.
-    @property
-    def runner(self) -> Any:
-        raise ValidationError(
-            "source",
-            "a RayExecutor has no local runner: open sessions on a node's Runner "
-            "(SessionManager), not through the cluster executor",
-        )
-
-    @runner.setter
-    def runner(self, value: Any) -> None:
-        if value is not None:
-            raise ValidationError("runner", "a RayExecutor runs on its nodes' runners")
+    #: Sessions hold a sandbox across steps on one node and are not run through the cluster
+    #: executor: ``Session(ex)`` / ``SessionManager(ex)`` refuse it with this message.
+    sessions_refused = (
+        "a RayExecutor runs batches on its nodes and holds no sandbox here: open sessions "
+        "on a Runner (or a LocalExecutor) on the machine that should hold them"
+    )
 
     # -- start-up ---------------------------------------------------------------------------
     def _start_workers(self) -> list[threading.Thread]:
