@@ -72,10 +72,11 @@ def serve(
     _return_large_buffers()
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
-    runner = Runner(config=SandboxConfig(insecure=insecure))
+    runner = None
     if ray_address is None:
+        runner = Runner(config=SandboxConfig(insecure=insecure))
         executor: LocalExecutor = LocalExecutor(runner, slots=n_slots, records=records)
-    else:
+    else:  # the sandboxes are the nodes': none here (the driver may run unprivileged)
         from ..executor.ray import RayExecutor
 
         executor = RayExecutor(ray_address, records=records)
@@ -94,7 +95,8 @@ def serve(
         uvicorn.Server(config).run()
     finally:
         executor.close()
-        runner.close()
+        if runner is not None:
+            runner.close()
 
 
 def slot_count(slots: int | str) -> int:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -61,7 +60,12 @@ class RayExecutor(Dispatching):
     one this process already initialised, or starts a local one. ``slots_per_node``: sandbox
     slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
     node may hold beyond its slots. ``backend_factory`` builds each agent's backend (default:
-    the sandbox); it must be picklable.
+    the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
+    queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
+    otherwise). Node agents start on nodes that join and go with nodes that leave.
+
+    Records and metrics are the driver's (one records target, one ``/metrics`` for the
+    whole cluster). Sessions are refused (:attr:`sessions_refused`).
     """
 
     def __init__(
@@ -84,7 +88,7 @@ class RayExecutor(Dispatching):
         estimator: RuntimeEstimator | None = None,
         metrics: Metrics | None = None,
         wait_nodes_s: float = 60.0,
-        autoscale: bool = False,
+        autoscale: bool = True,
         init_kwargs: dict[str, Any] | None = None,
     ) -> None:
         try:
@@ -110,6 +114,7 @@ class RayExecutor(Dispatching):
         self._agent_args = (backend_factory, reward)
         self._wait_nodes_s = wait_nodes_s
         self._autoscale = autoscale
+        self._requested = -1
         self.nodes = Nodes()
         self._tokens = itertools.count()
         self._deaths: dict[tuple[str, int], int] = {}
@@ -232,11 +237,15 @@ class RayExecutor(Dispatching):
         log.info("node agent %s ready: %d slots", node.name, slots)
 
     def _request_resources(self) -> None:
+        """Tell the Ray autoscaler how many CPUs the queued and running jobs want (a slot
+        per CPU): the agents themselves reserve no CPU, so without this request an
+        autoscaled cluster (KubeRay) would never see the demand. Sent when it changes."""
         from ray.autoscaler.sdk import request_resources
 
         demand = self.queue.depth() + self._busy
-        per_node = self._slots_per_node or 1
-        request_resources(num_cpus=math.ceil(demand / per_node) if demand else 0)
+        if demand != self._requested:
+            request_resources(num_cpus=demand)
+            self._requested = demand
 
     # -- deadlines and cancellation ---------------------------------------------------------
     def _end(self, handle: BatchHandle, outcome: Outcome) -> None:
