@@ -12,7 +12,7 @@ What is simulated (the clock is simulated; the scheduling code is the real one):
   problems, so estimates learned in one step order the next (longest first). The lower
   bound of a step is ``max(its work / slots, its longest job)``.
 - Jobs: ``--problems`` problems, each with its own median run time (lognormal across
-  problems), each job's time lognormal around it (sigma 1): a heavy tail where a few jobs
+  problems), each job's time lognormal around it (``--job-sigma``, default 1): a heavy tail where a few jobs
   run 10x the median, where the time limit (``--cap``) ends them. Two callers (a trainer's step at HIGH priority, an evaluation at
   NORMAL) submit at time 0.
 - The driver is one thread: each job costs it ``--driver-us`` of CPU (half to dispatch, half
@@ -98,21 +98,21 @@ class Sim:
         jobs = []
         for i in range(a.jobs):
             p = self.rng.randrange(a.problems)
-            d = math.exp(self.rng.gauss(math.log(medians[p]), 1.0))
+            d = math.exp(self.rng.gauss(math.log(medians[p]), a.job_sigma))
             d = min(d, a.cap * a.median_s)  # the time limit ends the longest runs
             jobs.append(Job(i, (f"p{p}|python", "per-test|python"), d))
         return jobs
 
     def submit(self, jobs: list[Job]) -> None:
         half = len(jobs) // 2
-        for seq, (caller, prio, part) in enumerate(
-            [("trainer", HIGH, jobs[:half]), ("eval", NORMAL, jobs[half:])]
-        ):
+        callers = [("trainer", HIGH, jobs[:half]), ("eval", NORMAL, jobs[half:])]
+        if self.args.one_caller:
+            callers = [("trainer", HIGH, jobs)]
+        for seq, (caller, prio, part) in enumerate(callers):
             t0 = time.process_time()
             tasks = [Task(j, caller, prio, self.estimator.estimate(j.keys, 1.0), seq) for j in part]
             self.queue.put_many(tasks)
             self.sched_cpu_s += time.process_time() - t0
-        self.caller_of = {j.id: ("trainer" if j.id < half else "eval") for j in jobs}
 
     # -- driver -----------------------------------------------------------------------------
     def dispatch(self, now: float) -> None:
@@ -300,7 +300,20 @@ def main() -> None:
     ap.add_argument("--detect-s", type=float, default=1.5)
     ap.add_argument("--rejoin-s", type=float, default=30.0)
     ap.add_argument(
+        "--job-sigma",
+        type=float,
+        default=1.0,
+        help="spread of a job's time around its problem's median (lognormal sigma; 0: every "
+        "job of a problem takes the same time, so learned estimates are exact)",
+    )
+    ap.add_argument(
         "--steps", type=int, default=4, help="training steps (each submitted after the last)"
+    )
+    ap.add_argument(
+        "--one-caller",
+        action="store_true",
+        help="one caller, one priority (default: a HIGH trainer and a NORMAL evaluation, whose "
+        "jobs wait for the trainer's: the per-step lower bound ignores that order)",
     )
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

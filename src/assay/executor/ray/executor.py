@@ -115,6 +115,9 @@ class RayExecutor(Dispatching):
         self._wait_nodes_s = wait_nodes_s
         self._autoscale = autoscale
         self._requested = -1
+        #: Nodes whose agent failed to start: failures so far, and when to try again.
+        self._start_failures: dict[str, int] = {}
+        self._retry_at: dict[str, float] = {}
         self.nodes = Nodes()
         self._tokens = itertools.count()
         self._deaths: dict[tuple[str, int], int] = {}
@@ -203,6 +206,8 @@ class RayExecutor(Dispatching):
         for node_id, n in alive.items():
             if node_id in self.nodes.live or node_id in self.nodes.starting:
                 continue
+            if time.monotonic() < self._retry_at.get(node_id, 0.0):
+                continue  # its last agent failed to start: not one a second
             self.nodes.starting.add(node_id)
             slots = self._node_slots(n["Resources"])
             handle = self._actor_cls.options(
@@ -227,6 +232,9 @@ class RayExecutor(Dispatching):
             info = self._ray.get(handle.info.remote(), timeout=self._wait_nodes_s)
         except Exception as exc:
             log.warning("node %s: its agent did not start: %s", node_id, exc)
+            failures = self._start_failures.get(node_id, 0) + 1
+            self._start_failures[node_id] = failures
+            self._retry_at[node_id] = time.monotonic() + min(300.0, 5.0 * 2**failures)
             self.nodes.starting.discard(node_id)
             return
         prefetch = self._prefetch if self._prefetch is not None else max(1, slots // 2)
