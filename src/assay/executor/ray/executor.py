@@ -175,6 +175,13 @@ class RayExecutor(Dispatching):
             t.start()
         return threads
 
+    @staticmethod
+    def _memory_budget(resources: dict[str, float]) -> int | None:
+        """MiB the node's running programs may hold at once: a share of the memory Ray gives
+        the node (a pod's limit on Kubernetes, not the whole host's as /proc/meminfo says)."""
+        memory = resources.get("memory", 0)
+        return int(memory / 2**20 * defaults.EXECUTOR_MEMORY_SHARE) or None
+
     def _node_slots(self, resources: dict[str, float]) -> int:
         if self._slots_per_node is not None:
             return self._slots_per_node
@@ -215,7 +222,7 @@ class RayExecutor(Dispatching):
                 num_cpus=0,
                 max_concurrency=8,
                 max_restarts=0,
-            ).remote(slots, *self._agent_args)
+            ).remote(slots, *self._agent_args, self._memory_budget(n["Resources"]))
             self.stats["agents_started"] += 1
             threading.Thread(
                 target=self._await_agent, args=(node_id, handle, slots), daemon=True
