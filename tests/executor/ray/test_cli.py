@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# The cluster starts (and nodes come back) inside a test's setup: minutes on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
 
 CORPORA = Path(__file__).resolve().parents[4] / "shared" / "corpora"
 HUMANEVAL = CORPORA / "humaneval" / "HumanEval.jsonl.gz"

@@ -29,7 +29,8 @@ from assay.integrations.verl import compute_score_batch
 from assay.scheduler import HIGH, LOW, RuntimeEstimator
 from assay.telemetry import MemoryWriter
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# The cluster starts (and nodes come back) inside a test's setup: minutes on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 PROBLEM = Problem(
