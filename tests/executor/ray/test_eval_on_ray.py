@@ -1,14 +1,18 @@
-"""``assay eval --ray ADDRESS``: a separate driver process joins the test cluster and judges
-there, with the same verdicts as on this machine."""
+"""``assay eval --ray ADDRESS`` and ``assay serve --ray ADDRESS``: a separate driver process
+joins the test cluster and runs there (eval: the same verdicts as on this machine)."""
 
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 # The cluster starts (and nodes come back) inside a test's setup: minutes on a busy machine.
@@ -43,3 +47,48 @@ def test_eval_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
         got = [json.loads(line) for line in out.read_text().splitlines()]
         verdicts[where] = [r["verdict"] for r in sorted(got, key=lambda r: r["sample_index"])]
     assert verdicts["ray"] == verdicts["local"] == ["accepted", "wrong_answer", "runtime_error"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_on_the_cluster(cluster: Any) -> None:
+    port = _free_port()
+    assay = Path(sys.executable).with_name("assay")
+    args = ["serve", "--port", str(port), "--records", "off", "--log-level", "warning"]
+    proc = subprocess.Popen(
+        [str(assay), *args, "--ray", cluster.cluster.address],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            try:
+                if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "assay serve --ray did not become ready"
+            time.sleep(0.5)
+        run = httpx.post(
+            f"{base}/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=120
+        )
+        assert run.status_code == 200, run.text
+        assert run.json()["run_result"]["stdout"] == "42\n"
+        # Sessions are not run on the cluster: refused, with the reason.
+        session = httpx.post(f"{base}/v1/sessions", json={}, timeout=30)
+        assert session.status_code == 422, session.text
+        assert session.json()["field"] == "source" and "RayExecutor" in session.text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
