@@ -55,6 +55,8 @@ ruff-sandbox: $(APT_STAMP)
 	  test -x $(RUFF_SANDBOX); \
 	fi
 
+# The dev extra pulls in the ray extra: the cluster tests (tests/executor/ray) start a Ray
+# cluster of three nodes on this machine.
 $(STAMP): pyproject.toml $(APT_STAMP) | ruff-sandbox
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -188,6 +188,11 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=2, help="worker nodes")
     ap.add_argument("--slots-per-node", type=int, default=1)
     ap.add_argument("--trivial", type=int, default=50_000, help="trivial jobs dispatched")
+    ap.add_argument(
+        "--parts",
+        default="throughput,dispatch,faults",
+        help="which measurements to run (comma-separated; the JSON line has their keys only)",
+    )
     args = ap.parse_args()
     cluster = Cluster(
         initialize_head=True,
@@ -197,9 +202,14 @@ def main() -> None:
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
     try:
-        result = throughput(args)
-        result |= dispatch(args)
-        result |= faults(cluster, workers[-1])
+        parts = set(args.parts.split(","))
+        result: dict[str, object] = {}
+        if "throughput" in parts:
+            result |= throughput(args)
+        if "dispatch" in parts:
+            result |= dispatch(args)
+        if "faults" in parts:
+            result |= faults(cluster, workers[-1])
     finally:
         ray.shutdown()
         cluster.shutdown()

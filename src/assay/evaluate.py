@@ -16,6 +16,7 @@ from . import formats, languages
 from ._extract import extract
 from .errors import ValidationError
 from .executor import JobResult, LocalExecutor
+from .executor.ray import RayExecutor
 from .formats import evalplus
 from .formats._io import read_records
 from .judge import Judgement, Problem, Submission
@@ -106,6 +107,7 @@ def evaluate(
     language: str | None = None,
     stop_on_failure: bool = False,
     time_limit: float | str = "derive",
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Judge every sample on a :class:`LocalExecutor`; write a JSON row per sample, in the
     order of the samples file (each row as soon as it and every row before it are done).
@@ -120,6 +122,9 @@ def evaluate(
     expected outputs could not be computed (``verdict`` sandbox_error, no reward) or because
     the samples row itself is bad (unknown task, no code field: ``verdict`` None). A
     completion without code is judged: verdict ``no_code``, reward 0.
+
+    ``ray_address``: judge on that Ray cluster (:class:`~assay.RayExecutor`) instead of
+    this machine's slots; expected outputs and time limits are still computed here.
 
     ``time_limit``: ``"derive"`` (default) sets each task's CPU limit from its reference,
     max(1 s, 4 x the reference's CPU time), unless the dataset gives limits
@@ -174,7 +179,12 @@ def evaluate(
             for pos, s in enumerate(samples)
             if s.problem is not None and s.task_id in ready and not s.no_code
         ]
-        with fh, LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache) as ex:
+        executor = (
+            LocalExecutor(runner, slots=max(1, workers), records=records, cache=cache)
+            if ray_address is None
+            else RayExecutor(ray_address, records=records, cache=cache)
+        )
+        with fh, executor as ex:
             known = {**problems, **ready}  # the limits a row shows: derived where they were
             for pos, s in enumerate(samples):
                 row = _unjudged_row(s, known, broken)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 from ._common import app, console, err_console, make_runner, usage_error
 
 
@@ -85,11 +85,25 @@ def eval_(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Judge on a Ray cluster ('auto', or ray://HEAD:10001): one node agent per "
+            "node runs the samples; --workers is then ignored (each node has its CPUs as "
+            "slots). Needs pip install 'assay[ray]'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Judge a file of samples against a dataset; writes a row per sample and prints a summary.
 
     Example: [bold]assay eval ../shared/corpora/humaneval/HumanEval.jsonl.gz --format humaneval
     --samples samples.jsonl --out results.jsonl[/]
+
+    On a Ray cluster: [bold]assay eval HumanEval.jsonl.gz -f humaneval --samples s.jsonl
+    --out r.jsonl --ray auto[/]
     """
     from .._progress import judging_progress
     from ..evaluate import evaluate, summarize
@@ -131,9 +145,14 @@ def eval_(
                 language=language,
                 stop_on_failure=stop_on_failure,
                 time_limit=limit,
+                ray_address=ray,
             )
     except ValidationError as exc:
         usage_error(_ARGUMENTS.get(exc.field.split("[")[0], "DATASET"), _message(exc))
+    except ConfigError as exc:
+        if ray is None:
+            raise
+        usage_error("--ray", str(exc))
     finally:
         runner.close()
     not_judged = sorted({(r["task_id"], r["reason"]) for r in rows if not r["judged"]})

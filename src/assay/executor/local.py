@@ -16,6 +16,7 @@ One worker thread per slot pulls the next task from the :class:`~assay.scheduler
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import os
@@ -216,8 +217,8 @@ class LocalExecutor(SlotCalls):
             self._handles[handle.id] = (handle, entries, caller, priority)
             if deadline_s is not None:
                 self._reaper.add(mono + deadline_s, batch_seq, handle)
-        for info in infos:
-            self.metrics.submitted(info.language)
+        for language, n in collections.Counter(i.language for i in infos).items():
+            self.metrics.submitted(language, n)
         # Of the jobs that may share a result: those that did (cache or twin), those that ran.
         misses = sum(j.cacheable for j in new_jobs)
         for _ in range(shared - misses):

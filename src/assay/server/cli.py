@@ -52,10 +52,12 @@ def serve(
     records: str | None = None,
     log_format: str = "json",
     isolation: str | None = None,
+    ray_address: str | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes. ``slots`` is how many
-    programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU."""
+    programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU; with
+    ``ray_address`` batches run on that Ray cluster's nodes instead (``slots`` then unused)."""
     import uvicorn
 
     from ..executor import LocalExecutor
@@ -71,11 +73,17 @@ def serve(
     _return_large_buffers()
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
     settings = settings or Settings.from_env()
-    sandbox_config = SandboxConfig(insecure=insecure)
-    if isolation is not None:  # every run's tier unless a request names another
-        sandbox_config = SandboxConfig(insecure=insecure, isolation=isolation)
-    runner = Runner(config=sandbox_config)
-    executor = LocalExecutor(runner, slots=n_slots, records=records)
+    runner = None
+    if ray_address is None:
+        sandbox_config = SandboxConfig(insecure=insecure)
+        if isolation is not None:  # every run's tier unless a request names another
+            sandbox_config = SandboxConfig(insecure=insecure, isolation=isolation)
+        runner = Runner(config=sandbox_config)
+        executor: LocalExecutor = LocalExecutor(runner, slots=n_slots, records=records)
+    else:  # the sandboxes are the nodes': none here (the driver may run unprivileged)
+        from ..executor.ray import RayExecutor
+
+        executor = RayExecutor(ray_address, records=records)
     try:
         app = create_app(executor, settings=settings)
         config = uvicorn.Config(
@@ -91,7 +99,8 @@ def serve(
         uvicorn.Server(config).run()
     finally:
         executor.close()
-        runner.close()
+        if runner is not None:
+            runner.close()
 
 
 def slot_count(slots: int | str) -> int:
@@ -163,6 +172,18 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run batches on a Ray cluster ('auto', or ray://HEAD:10001), one node agent "
+            "per node; --slots is then unused (a node runs as many programs as it has CPUs). "
+            "Sessions (/v1/sessions, /run_jupyter) are refused with an error naming why: "
+            "they do not run on the cluster. Needs pip install 'assay[ray]'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
@@ -176,6 +197,8 @@ def serve_command(
         assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
 
         assay serve --isolation gvisor   # every run on gVisor's kernel (the hardened tier)
+
+        assay serve --host 0.0.0.0 --ray auto   # on a Ray cluster's head (KubeRay)
 
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
             -d '{"code": "print(1+1)", "language": "python"}'
@@ -207,4 +230,5 @@ def serve_command(
         log_level=log_level.lower(),
         log_format=log_format,
         isolation=isolation,
+        ray_address=ray,
     )

@@ -63,6 +63,9 @@ def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
     ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
     if isinstance(source, (Runner, Sandbox)):
         return source.execute
+    refused = getattr(source, "sessions_refused", None)
+    if isinstance(refused, str):  # an executor whose sandboxes are elsewhere (Ray)
+        raise ValidationError("source", refused)
     runner = getattr(source, "runner", None)
     if isinstance(runner, Runner):
         return runner.execute

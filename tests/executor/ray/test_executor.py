@@ -4,6 +4,7 @@ the local executor, the global order kept across nodes, deadlines, cancellation,
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,14 +13,24 @@ from typing import Any
 import _ray_backends as rb
 import pytest
 
-from assay import Limits, LocalExecutor, Problem, RunJob, Session, Submission, TestCase
-from assay.errors import ValidationError
+from assay import (
+    Limits,
+    LocalExecutor,
+    Problem,
+    RunJob,
+    Session,
+    SessionManager,
+    Submission,
+    TestCase,
+)
+from assay.errors import Overloaded, ValidationError
 from assay.executor.ray import RayExecutor
 from assay.integrations.verl import compute_score_batch
 from assay.scheduler import HIGH, LOW, RuntimeEstimator
 from assay.telemetry import MemoryWriter
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# The cluster starts (and nodes come back) inside a test's setup: minutes on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
 
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
 PROBLEM = Problem(
@@ -44,11 +55,16 @@ def stamped(ex: RayExecutor | None = None, **kw: object) -> RayExecutor:
     return RayExecutor(**kw)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def sandboxed(cluster: Any, tmp_path: Path) -> Iterator[RayExecutor]:
-    with RayExecutor(
-        slots_per_node=2, records=tmp_path / "records", estimator=RuntimeEstimator()
-    ) as ex:
+@pytest.fixture(scope="module")
+def records_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("records")
+
+
+@pytest.fixture(scope="module")
+def sandboxed(ray_cluster: Any, records_dir: Path) -> Iterator[RayExecutor]:
+    """One executor on the real sandboxes for this module (its agents' pools start once)."""
+    ray_cluster.ensure()
+    with RayExecutor(slots_per_node=2, records=records_dir, estimator=RuntimeEstimator()) as ex:
         yield ex
 
 
@@ -71,18 +87,22 @@ def test_same_verdicts_as_the_local_executor(sandboxed: RayExecutor, runner: obj
 
 
 def test_records_reach_one_target_and_metrics_count_the_cluster(
-    sandboxed: RayExecutor, tmp_path: Path
+    sandboxed: RayExecutor, records_dir: Path
 ) -> None:
     jobs = [Submission(PROBLEM, ADD + f"# {i}\n") for i in range(12)]
     results = sandboxed.run(jobs, caller="rec")
     assert {r.verdict for r in results} == {"accepted"}
     workers = {r.worker.split("/w")[0] for r in results}
-    sandboxed.records.close()
-    rows = [json.loads(line) for f in (tmp_path / "records").rglob("*.jsonl") for line in open(f)]
+    sandboxed.records.flush()
+    rows = [json.loads(line) for f in records_dir.rglob("*.jsonl") for line in open(f)]
+    rows = [r for r in rows if r["caller"] == "rec"]
     assert sorted(r["job_id"] for r in rows) == sorted(r.job_id for r in results)
     assert {r["worker"].split("/w")[0] for r in rows} == workers
     text = sandboxed.metrics.render().decode()
-    assert 'assay_jobs_completed_total{language="python",verdict="accepted"} 12.0' in text
+    done = re.search(
+        r'assay_jobs_completed_total\{language="python",verdict="accepted"\} (\S+)', text
+    )
+    assert done and float(done.group(1)) >= 12
 
 
 def test_large_problems_travel_once_per_node(cluster: Any) -> None:
@@ -175,5 +195,14 @@ def test_integrations_take_the_cluster_executor(sandboxed: RayExecutor) -> None:
 
 
 def test_sessions_are_refused_with_a_clear_error(sandboxed: RayExecutor) -> None:
-    with pytest.raises(ValidationError, match="RayExecutor has no local runner"):
+    with pytest.raises(ValidationError, match="RayExecutor runs batches on its nodes"):
         Session(sandboxed)
+    with pytest.raises(ValidationError, match="open sessions on a Runner"):
+        SessionManager(sandboxed)
+
+
+def test_a_full_queue_refuses_the_whole_batch(cluster: Any) -> None:
+    with stamped(max_queued=5) as ex:
+        with pytest.raises(Overloaded):
+            ex.submit([rb.job(i) for i in range(10)])
+        assert {r.verdict for r in ex.run([rb.job(i) for i in range(5)])} == {"ok"}

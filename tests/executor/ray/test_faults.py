@@ -19,7 +19,8 @@ from assay.executor.ray import RayExecutor
 from assay.scheduler import RuntimeEstimator
 from assay.telemetry import MemoryWriter
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# The cluster starts (and nodes come back) inside a test's setup: minutes on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
 
 
 def executor(**kw: Any) -> RayExecutor:

@@ -19,7 +19,7 @@ from ...telemetry import tracing
 from .._jobs import Part
 from ..local import LocalExecutor
 from ..types import Execution
-from ._nodes import Node, Nodes, Sent
+from ._nodes import Node, Nodes, RoundRobin, Sent
 from ._wire import Item, ProblemRefs, Result, decode_execution
 
 log = logging.getLogger("assay.executor.ray")
@@ -184,23 +184,29 @@ class Dispatching(LocalExecutor):
                 if token is not None and token in node.outstanding:
                     node.exclusive = token
 
+    def _requeue_unclaimed(self, task: Task) -> None:
+        """Put back a task taken from the queue but not sent (same attempt: it never ran)."""
+        part: Part = task.payload
+        again = Task(part, task.caller, task.priority, task.estimate, task.batch_seq)
+        with self._lock:
+            part.job.tasks.append(again)
+        self.queue.put_many([again], force=True)
+
     def _send(self, nodes: list[Node], tasks: list[Task]) -> int | None:
         """Spread ``tasks`` (in dispatch order) over ``nodes``, round robin within each
         node's free capacity, one message per node; returns the last token given."""
         token = None
         groups: dict[str, tuple[Node, list[Item], dict[str, Any]]] = {}
-        free = {n.node_id: max(n.free, 1 if n.drained else 0) for n in nodes}
-        cycle = itertools.cycle(nodes)
+        spread = RoundRobin(nodes)
         for task in tasks:
-            node = next(cycle)
-            for _ in range(len(nodes)):
-                if free[node.node_id] > 0:
-                    break
-                node = next(cycle)
+            node = spread.pick()
+            if node is None:  # more tasks than room (a node died meanwhile): queue again
+                self._requeue_unclaimed(task)
+                continue
             claim = self._claim(task, node.name)
             if claim is None:
                 continue
-            free[node.node_id] -= 1
+            spread.use(node)
             part: Part = task.payload
             job = part.job
             _, items, refs = groups.setdefault(node.node_id, (node, [], {}))

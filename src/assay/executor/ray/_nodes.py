@@ -10,6 +10,7 @@ what makes a job's result count once.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -109,3 +110,25 @@ class Nodes:
                 lambda: any(n.free > 0 or n.drained for n in self.live.values()), timeout
             )
             return sorted((n for n in self.live.values() if n.free > 0), key=lambda n: -n.free)
+
+
+class RoundRobin:
+    """Spreads one dispatch round's tasks over ``nodes`` in turn, each node up to its free
+    capacity, so the longest tasks of a batch (first in dispatch order) land on different
+    nodes. The same code runs in the driver and in ``benchmarks/cluster_sim.py``."""
+
+    def __init__(self, nodes: list[Node], free: dict[str, int] | None = None) -> None:
+        self._nodes = nodes
+        self._free = free if free is not None else {n.node_id: n.free for n in nodes}
+        self._cycle = itertools.cycle(nodes)
+
+    def pick(self) -> Node | None:
+        """The next node with room (None when every node is full); :meth:`use` commits."""
+        for _ in range(len(self._nodes)):
+            node = next(self._cycle)
+            if self._free[node.node_id] > 0:
+                return node
+        return None
+
+    def use(self, node: Node) -> None:
+        self._free[node.node_id] -= 1

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -61,7 +60,12 @@ class RayExecutor(Dispatching):
     one this process already initialised, or starts a local one. ``slots_per_node``: sandbox
     slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
     node may hold beyond its slots. ``backend_factory`` builds each agent's backend (default:
-    the sandbox); it must be picklable.
+    the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
+    queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
+    otherwise). Node agents start on nodes that join and go with nodes that leave.
+
+    Records and metrics are the driver's (one records target, one ``/metrics`` for the
+    whole cluster). Sessions are refused (:attr:`sessions_refused`).
     """
 
     def __init__(
@@ -84,7 +88,7 @@ class RayExecutor(Dispatching):
         estimator: RuntimeEstimator | None = None,
         metrics: Metrics | None = None,
         wait_nodes_s: float = 60.0,
-        autoscale: bool = False,
+        autoscale: bool = True,
         init_kwargs: dict[str, Any] | None = None,
     ) -> None:
         try:
@@ -100,13 +104,20 @@ class RayExecutor(Dispatching):
         self._ray = ray
         self._own_ray = not ray.is_initialized()
         if self._own_ray:
-            ray.init(address=address, **(init_kwargs or {}))
+            try:
+                ray.init(address=address, **(init_kwargs or {}))
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"cannot join the Ray cluster at {address!r}: {exc}") from None
         self._slots_per_node = slots_per_node
         self._prefetch = prefetch
         self._node_deaths = node_deaths
         self._agent_args = (backend_factory, reward)
         self._wait_nodes_s = wait_nodes_s
         self._autoscale = autoscale
+        self._requested = -1
+        #: Nodes whose agent failed to start: failures so far, and when to try again.
+        self._start_failures: dict[str, int] = {}
+        self._retry_at: dict[str, float] = {}
         self.nodes = Nodes()
         self._tokens = itertools.count()
         self._deaths: dict[tuple[str, int], int] = {}
@@ -133,20 +144,12 @@ class RayExecutor(Dispatching):
             metrics=metrics,
         )
 
-    # Sessions hold a sandbox across steps on one node; they are not run through this
-    # executor (``Session(source)`` asks for ``source.runner``): say so clearly.
-    @property
-    def runner(self) -> Any:
-        raise ValidationError(
-            "source",
-            "a RayExecutor has no local runner: open sessions on a node's Runner "
-            "(SessionManager), not through the cluster executor",
-        )
-
-    @runner.setter
-    def runner(self, value: Any) -> None:
-        if value is not None:
-            raise ValidationError("runner", "a RayExecutor runs on its nodes' runners")
+    #: Sessions hold a sandbox across steps on one node and are not run through the cluster
+    #: executor: ``Session(ex)`` / ``SessionManager(ex)`` refuse it with this message.
+    sessions_refused = (
+        "a RayExecutor runs batches on its nodes and holds no sandbox here: open sessions "
+        "on a Runner (or a LocalExecutor) on the machine that should hold them"
+    )
 
     # -- start-up ---------------------------------------------------------------------------
     def _start_workers(self) -> list[threading.Thread]:
@@ -171,6 +174,13 @@ class RayExecutor(Dispatching):
         for t in threads:
             t.start()
         return threads
+
+    @staticmethod
+    def _memory_budget(resources: dict[str, float]) -> int | None:
+        """MiB the node's running programs may hold at once: a share of the memory Ray gives
+        the node (a pod's limit on Kubernetes, not the whole host's as /proc/meminfo says)."""
+        memory = resources.get("memory", 0)
+        return int(memory / 2**20 * defaults.EXECUTOR_MEMORY_SHARE) or None
 
     def _node_slots(self, resources: dict[str, float]) -> int:
         if self._slots_per_node is not None:
@@ -203,6 +213,8 @@ class RayExecutor(Dispatching):
         for node_id, n in alive.items():
             if node_id in self.nodes.live or node_id in self.nodes.starting:
                 continue
+            if time.monotonic() < self._retry_at.get(node_id, 0.0):
+                continue  # its last agent failed to start: not one a second
             self.nodes.starting.add(node_id)
             slots = self._node_slots(n["Resources"])
             handle = self._actor_cls.options(
@@ -210,7 +222,7 @@ class RayExecutor(Dispatching):
                 num_cpus=0,
                 max_concurrency=8,
                 max_restarts=0,
-            ).remote(slots, *self._agent_args)
+            ).remote(slots, *self._agent_args, self._memory_budget(n["Resources"]))
             self.stats["agents_started"] += 1
             threading.Thread(
                 target=self._await_agent, args=(node_id, handle, slots), daemon=True
@@ -227,6 +239,9 @@ class RayExecutor(Dispatching):
             info = self._ray.get(handle.info.remote(), timeout=self._wait_nodes_s)
         except Exception as exc:
             log.warning("node %s: its agent did not start: %s", node_id, exc)
+            failures = self._start_failures.get(node_id, 0) + 1
+            self._start_failures[node_id] = failures
+            self._retry_at[node_id] = time.monotonic() + min(300.0, 5.0 * 2**failures)
             self.nodes.starting.discard(node_id)
             return
         prefetch = self._prefetch if self._prefetch is not None else max(1, slots // 2)
@@ -237,11 +252,15 @@ class RayExecutor(Dispatching):
         log.info("node agent %s ready: %d slots", node.name, slots)
 
     def _request_resources(self) -> None:
+        """Tell the Ray autoscaler how many CPUs the queued and running jobs want (a slot
+        per CPU): the agents themselves reserve no CPU, so without this request an
+        autoscaled cluster (KubeRay) would never see the demand. Sent when it changes."""
         from ray.autoscaler.sdk import request_resources
 
         demand = self.queue.depth() + self._busy
-        per_node = self._slots_per_node or 1
-        request_resources(num_cpus=math.ceil(demand / per_node) if demand else 0)
+        if demand != self._requested:
+            request_resources(num_cpus=demand)
+            self._requested = demand
 
     # -- deadlines and cancellation ---------------------------------------------------------
     def _end(self, handle: BatchHandle, outcome: Outcome) -> None:

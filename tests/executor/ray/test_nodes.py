@@ -1,0 +1,73 @@
+"""The driver's node bookkeeping and the wire format, without a cluster."""
+
+from __future__ import annotations
+
+from assay import Limits, RunJob
+from assay.executor import Execution
+from assay.executor.ray._nodes import Node, Nodes, RoundRobin, Sent
+from assay.executor.ray._wire import (
+    ProblemCache,
+    decode_execution,
+    encode_execution,
+    encode_job,
+)
+from assay.scheduler import Task
+
+
+def node(name: str, slots: int = 2, capacity: int = 3) -> Node:
+    return Node(name, name, None, slots, capacity)
+
+
+def test_round_robin_spreads_in_turn_within_each_nodes_room() -> None:
+    a, b, c = node("a", capacity=1), node("b", capacity=3), node("c", capacity=2)
+    spread = RoundRobin([a, b, c])
+    order = []
+    while (n := spread.pick()) is not None:
+        spread.use(n)
+        order.append(n.name)
+    assert order == ["a", "b", "c", "b", "c", "b"]  # longest tasks first land apart
+
+
+def test_a_dead_node_gives_back_what_it_held_and_takes_nothing() -> None:
+    nodes = Nodes()
+    a = node("a")
+    nodes.add(a)
+    task = Task("payload")
+    a.outstanding[7] = Sent(task, (None,))
+    assert a.free == 2
+    lost = nodes.remove(a)
+    assert list(lost) == [7] and lost[7].task is task
+    assert a.free == 0 and not a.outstanding and "a" not in nodes.live
+    assert nodes.take(a, 7) is None  # a late result of a dead node counts for nothing
+
+
+def test_a_node_reserved_for_a_suspect_takes_no_other_work() -> None:
+    nodes = Nodes()
+    a = node("a")
+    nodes.add(a)
+    a.outstanding[1] = Sent(Task("x"), (None,))
+    a.reserved_for = Task("suspect")
+    assert a.free == 0 and not a.drained
+    nodes.take(a, 1)
+    assert a.drained and nodes.wait_free(0) == []
+    a.reserved_for, a.exclusive = None, 2
+    a.outstanding[2] = Sent(Task("suspect"), (None,))
+    assert a.free == 0
+    nodes.take(a, 2)
+    assert a.exclusive is None and a.free == 3
+
+
+def test_jobs_and_executions_survive_the_wire() -> None:
+    job = RunJob(
+        "print(1)",
+        "python",
+        b"in",
+        Limits(time_s=2.0, memory_mb=128),
+        (("a.txt", b"data"),),
+        ("out.txt",),
+        True,
+    )
+    payload = encode_job(job, None)
+    assert ProblemCache().job(payload) == job
+    ex = Execution("ok", None, "exit code 0", overhead_s=0.01)
+    assert decode_execution(encode_execution(ex)) == ex
