@@ -4,8 +4,7 @@ One worker thread per slot pulls the next task from the :class:`~assay.scheduler
 (priority, fairness, longest-first) and runs it on the backend. Around that loop:
 
 - **Dedup and cache**: identical jobs (content hash) run once; the others take its result.
-- **Split**: when a batch has fewer jobs than slots, a long submission's tests are spread
-  over several slots and the parts' judgements combined.
+- **Split**: a long submission's tests spread over the slots a small batch leaves idle.
 - **Retries**: only ``sandbox_error`` (our fault) is retried, at most ``retries`` times
   (``attempts`` in the result and record); the program's own failures never are.
 - **Deadlines and cancellation**: unfinished jobs of the batch get a ``deadline`` or
