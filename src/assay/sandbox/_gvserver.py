@@ -226,9 +226,10 @@ def _collect(paths: list[str], budget: int) -> dict[str, Any]:
 
 def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
     lim = req["limits"]
-    _wipe(WORK)
-    _wipe("/tmp")
+    for path in (WORK, "/tmp", "/dev/shm"):
+        _wipe(path)
     os.chown(WORK, UID, UID)
+    os.chmod("/dev/shm", 0o1777)
     _write_files(req)
     stdin_fd = os.memfd_create("stdin", 0)
     os.write(stdin_fd, base64.b64decode(req["stdin"]))
@@ -336,8 +337,8 @@ def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
     else:
         verdict = "runtime_error"
     files = _collect(req["collect"], lim["collect_bytes"])
-    _wipe(WORK)  # nothing of the run stays in the container's memory until the next one
-    _wipe("/tmp")
+    for path in (WORK, "/tmp", "/dev/shm"):  # nothing of the run stays until the next one
+        _wipe(path)
     return {
         "status": verdict,
         "exit_code": exit_code,

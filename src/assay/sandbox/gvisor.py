@@ -274,6 +274,12 @@ class GVisorSandbox:
                 "options": ["nosuid", "nodev", "size=64m"],
             },
             {
+                "destination": "/dev/shm",
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "options": ["nosuid", "nodev", "size=64m"],
+            },
+            {
                 "destination": "/dev/.assay-uds",
                 "type": "bind",
                 "source": os.path.join(bundle, "uds"),
@@ -405,8 +411,9 @@ class GVisorSandbox:
         self._give_back(container)
         return result
 
-    def warm_up(self, slots: int) -> None:
-        """Start up to ``slots`` sandboxes now (at most the pool size) and wait for them."""
+    def warm_up(self, slots: int | None = None) -> None:
+        """Start up to ``slots`` sandboxes (default: the pool size) now and wait for them."""
+        slots = self.pool_size if slots is None else slots
         with self._lock:
             self.pool_size = max(self.pool_size, min(slots, self.pool_size))
         self._refill()
