@@ -178,13 +178,25 @@ def test_fork_streams_trees_links_and_modes(open_session) -> None:  # type: igno
     parent = open_session()
     parent.exec(
         "mkdir -p a/b/c empty; head -c 3000000 /dev/urandom > a/b/c/big; echo hi > a/x;"
-        " ln -s a/x link; chmod 755 a/x; sha256sum a/b/c/big > sum"
+        " ln -s a/x link; chmod 755 a/x; sha256sum a/b/c/big > sum; : > zero;"
+        " ln -s /etc out; ln -s a dirlink; mkfifo pipe"
     )
     child = parent.fork()
     try:
-        out = child.exec("sha256sum -c sum && readlink link && stat -c %a a/x && ls -d empty")
+        out = child.exec(
+            "sha256sum -c sum && readlink link && stat -c %a a/x && ls -d empty"
+            " && readlink out dirlink && stat -c %s zero && test ! -e pipe && echo no-fifo"
+        )
         assert out.exit_code == 0, out
-        assert out.stdout.splitlines()[1:] == [b"a/x", b"755", b"empty"]
+        assert out.stdout.splitlines()[1:] == [
+            b"a/x",
+            b"755",
+            b"empty",
+            b"/etc",
+            b"a",
+            b"0",
+            b"no-fifo",
+        ]
     finally:
         child.close()
 

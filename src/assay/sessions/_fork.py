@@ -1,4 +1,4 @@
-"""Fork's copy: the parent's agent packs its workspace into a pipe whose other end the new
+"""Fork's copy: the parent's agent sends its workspace into a pipe whose other end the new
 session's agent unpacks from (each gets its end with the request, by SCM_RIGHTS).
 
 No byte passes through the trusted process, and the parent packs while the child is still

@@ -452,7 +452,7 @@ class Session:
         """A new session with a copy of this one's workspace (files only: running processes,
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
         child = fork_via_pipe(
-            pack=lambda fd: self._call({"op": "tar_to_fd", "dir": "."}, fd=fd),
+            pack=lambda fd: self._call({"op": "send_tree", "dir": "."}, fd=fd),
             start=lambda: Session(
                 self.source,
                 limits=self.limits,
@@ -463,7 +463,7 @@ class Session:
                 caller=self.caller,
                 image=self.image,
             ),
-            unpack=lambda child, fd: child._call({"op": "untar_from_fd", "dir": "."}, fd=fd),
+            unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,
         )
         from .verify import inherit  # a fork verifies against its parent's task and history
