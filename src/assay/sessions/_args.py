@@ -9,6 +9,7 @@ from ..errors import ValidationError
 
 #: The agent's own start-up files in /work (it removes them once loaded).
 AGENT = ".assay_agent.py"
+AGENT_PYC = ".assay_agent.pyc"
 KERNEL = ".assay_kernel.py"
 MAX_TTL_S = 4 * 3600.0
 
@@ -26,7 +27,7 @@ def user_files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes
     for path, content in (files or {}).items():
         if not isinstance(path, str):
             raise ValidationError("files", f"path {path!r} must be a string")
-        if os.path.normpath(path.removeprefix("/work/")) in (AGENT, KERNEL):
+        if os.path.normpath(path.removeprefix("/work/")) in (AGENT, AGENT_PYC, KERNEL):
             raise ValidationError(f"files[{path!r}]", "this name is reserved for the session agent")
         if isinstance(content, str):
             content = content.encode()

@@ -15,8 +15,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
@@ -25,7 +23,8 @@ from ..runner import Runner
 from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
-from ._args import AGENT, KERNEL, check_time, opt_int, user_files, work_path
+from ._agentfile import agent_file, inside_file
+from ._args import KERNEL, check_time, opt_int, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
@@ -42,20 +41,6 @@ REPLY_GRACE_S = 10.0
 CALL_TIMEOUT_S = 60.0
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
-
-
-@cache
-def _inside(name: str) -> bytes:
-    return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
-
-
-@cache
-def _agent_source() -> bytes:
-    """agent.py with workspace.py in front of it, in place of its import of it: the agent is
-    one file to write and load per session."""
-    skip = (b"from .workspace import", b"from __future__ import")
-    body = [line for line in _inside("agent.py").split(b"\n") if not line.startswith(skip)]
-    return _inside("workspace.py") + b"\n" + b"\n".join(body)
 
 
 def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
@@ -109,18 +94,18 @@ class Session:
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
+        self.ttl_s = check_time("ttl_s", ttl_s)
+        self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
         #: The task image the session's sandbox is rooted at (its runner's pool for that
         #: image is held, never evicted, until the session ends); None: the host's root.
         self.image = image
         release: Callable[[], None] | None = None
+        runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
         if image is not None:
-            runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
             if not isinstance(runner, Runner):
                 raise ValidationError("image", "a session in an image needs a Runner source")
-            inner, release = runner.images.hold(image)
-            self._execute = inner.execute
-        self.ttl_s = check_time("ttl_s", ttl_s)
-        self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
+            runner, release = runner.images.hold(image)
+            self._execute = runner.execute
         self.id = session_id or secrets.token_hex(8)
         self.created = time.monotonic()
         self.last_used = self.created
@@ -143,12 +128,13 @@ class Session:
         self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
         self._channel = Channel(host)
         lim = self.limits
+        agent_name, agent = agent_file(runner if isinstance(runner, Runner) else None)
         req = RunRequest(
             "python",
-            [f"/work/{AGENT}"],
+            [f"/work/{agent_name}"],
             [
-                (AGENT, _agent_source(), 0o444),
-                (KERNEL, _inside("kernel.py"), 0o444),
+                (agent_name, agent, 0o444),
+                (KERNEL, inside_file("kernel.py"), 0o444),
                 *seeded,
             ],
             limits=Limits(

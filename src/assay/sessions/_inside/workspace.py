@@ -1,7 +1,7 @@
 """The session agent's workspace side (stdlib only): paths kept inside /work, the file and
 tar requests, and the socket connection with the descriptors passed along a request.
 
-Shipped in front of agent.py as one file (``session._agent_source``), in place of the
+Shipped in front of agent.py as one file (``sessions._agentfile``), in place of the
 agent's import of it.
 """
 
