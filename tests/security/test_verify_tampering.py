@@ -277,6 +277,8 @@ def test_rewriting_a_later_test_file_at_run_time(runner: Runner, kind: str) -> N
 def test_shadowing_a_module_the_tests_import(runner: Runner) -> None:
     """A workspace ``numpy.py`` whose ``allclose`` always agrees (numpy is Debian's
     python3-numpy in the sandbox; the fix must still pass with the real one)."""
+    if runner.run("import numpy").status != "ok":  # an image without it (make security-image)
+        pytest.skip("the sandbox's root has no numpy (Debian package python3-numpy)")
     tests = (
         "import numpy as np\nfrom calc import add\n\n\ndef test_add():\n"
         "    assert np.allclose(add(2, 3), 5)\n"

@@ -31,7 +31,26 @@ def _make_emit() -> Any:
     return emit
 
 
-_GUARDED = set(sys.stdlib_module_names) | {
+def _stdlib_names() -> set[str]:
+    """The standard library's top-level module names (``sys.stdlib_module_names`` from
+    Python 3.10; an image's older Python: its builtins and what its stdlib directories hold)."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return set(names)
+    import sysconfig
+
+    found = set(sys.builtin_module_names)
+    stdlib = sysconfig.get_paths()["stdlib"]
+    for where in (stdlib, os.path.join(stdlib, "lib-dynload")):
+        try:
+            entries = os.listdir(where)
+        except OSError:
+            continue
+        found.update(e.split(".")[0] for e in entries if e.split(".")[0].isidentifier())
+    return found - {"site-packages", "dist-packages"}
+
+
+_GUARDED = _stdlib_names() | {
     "pytest",
     "_pytest",
     "pluggy",
