@@ -17,6 +17,7 @@ from assay.executor.ray import RayExecutor
 from assay.executor.ray._sessions import RemoteSession
 from assay.scheduler import RuntimeEstimator
 from assay.sessions import AsyncSession, SessionEnded, SessionRefused
+from assay.tasks import AgentTask
 from conftest import NODE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
@@ -139,3 +140,21 @@ def test_a_session_whose_node_dies_ends_node_lost_and_is_not_reopened(cluster: A
             victim.exec("true")
         assert others[1].exec("echo alive").stdout == b"alive\n"
         m.close_all()
+
+
+def test_verify_runs_the_hidden_tests_on_the_hosting_node(ex: RayExecutor) -> None:
+    broken = "def add(a, b):\n    return a - b\n"
+    tests = (
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_zero():\n    assert add(0, 0) == 0\n"
+    )
+    row = {"task_id": "calc", "files": {"calc.py": broken}, "tests": {"test_h.py": tests}}
+    with Session.for_task(ex, AgentTask.from_dict(row)) as s:
+        assert isinstance(s, RemoteSession)
+        first = s.verify()
+        assert (first.passed, first.total, first.verdict) == (1, 2, "failed"), first
+        s.write_file("calc.py", broken.replace("a - b", "a + b"))
+        with s.fork() as child:  # a fork verifies against its parent's task and history
+            assert child.verify().verdict == "accepted"
+        assert s.verify().newly_passing == ["test_h.py::test_add"]
+        assert s.episode_rewards().final_reward == 1.0

@@ -273,9 +273,33 @@ class NodeAgent:
 
         return _answer(end)
 
-    def session_execute(self, request: RunRequest) -> tuple[Any, ...]:
-        """One sandbox run on this node (a session's verification runs its tests here)."""
-        return _answer(lambda: self._session_runner().execute(request))
+    def session_execute(self, request: RunRequest, pipe: bool) -> tuple[Any, ...]:
+        """One sandbox run on this node (a session's verification runs its tests here):
+        ``(result, bytes)``. An fd cannot cross machines, so with ``pipe`` the run gets a
+        pipe of this process as its fd 3, and what it wrote there comes back as the bytes."""
+        import dataclasses
+
+        def run() -> tuple[ExecResult, bytes]:
+            if not pipe:
+                return self._session_runner().execute(request), b""
+            read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+            chunks: list[bytes] = []
+
+            def drain() -> None:
+                while chunk := os.read(read_fd, 1 << 16):
+                    chunks.append(chunk)
+
+            reader = threading.Thread(target=drain, daemon=True)
+            reader.start()
+            try:
+                piped = dataclasses.replace(request, pass_fds=(write_fd,))  # execute closes it
+                result = self._session_runner().execute(piped)
+            finally:
+                reader.join()
+                os.close(read_fd)
+            return result, b"".join(chunks)
+
+        return _answer(run)
 
     # -- slots ------------------------------------------------------------------------------
     def _work(self, name: str) -> None:

@@ -18,10 +18,12 @@ hidden tests run in a fresh sandbox on the same node.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from ...errors import SandboxError, ValidationError
 from ...sandbox import RunRequest
@@ -160,11 +162,24 @@ class RemoteSession(Session):
             self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
 
     def _execute_there(self, request: RunRequest) -> ExecResult:
-        answer = _call(self.node, "session_execute", request)
-        if answer[0] == "lost":
-            raise SandboxError(answer[1])
-        result: ExecResult = _value(answer)
-        return result
+        """One sandbox run on the hosting node (``verify``'s tests). The run's first passed
+        fd (the report pipe) is stood in for by a pipe on the node; what the run wrote there
+        is written to it here. Like ``Runner.execute``, this owns the passed fds."""
+        fds = request.pass_fds
+        try:
+            bare = dataclasses.replace(request, pass_fds=(), stop_fd=-1)
+            answer = _call(self.node, "session_execute", bare, bool(fds))
+            if answer[0] == "lost":
+                raise SandboxError(answer[1])
+            result, piped = _value(answer)
+            if fds:
+                with contextlib.suppress(OSError), open(fds[0], "wb", closefd=False) as out:
+                    out.write(piped)
+            return cast(ExecResult, result)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     def exec(
         self,
