@@ -77,7 +77,7 @@ class Session:
     ...     s.exec("pwd; echo $X").stdout                          # b'/work/sub\\n1\\n'
     """
 
-    def __new__(cls, source: object, *args: Any, **kwargs: Any) -> Session:
+    def __new__(cls, source: object = None, *args: Any, **kwargs: Any) -> Session:
         # An executor whose sandboxes are on other machines (``RayExecutor``) names the kind
         # of session it holds there: ``Session(ray_executor)`` is one of those.
         kind = getattr(source, "session_class", None)

@@ -18,7 +18,6 @@ from assay.executor.ray._sessions import RemoteSession
 from assay.scheduler import RuntimeEstimator
 from assay.sessions import AsyncSession, SessionEnded, SessionRefused
 from assay.tasks import AgentTask
-from conftest import NODE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
 
@@ -101,9 +100,7 @@ def test_sessions_spread_over_the_nodes(ex: RayExecutor) -> None:
 
 def test_a_session_whose_node_dies_ends_node_lost_and_is_not_reopened(cluster: Any) -> None:
     # A worker node of its own, so the shared cluster keeps its two.
-    fresh = cluster.cluster.add_node(**NODE)
-    cluster.workers.append(fresh)
-    cluster.cluster.wait_for_nodes()
+    fresh = cluster.add()
     with executor() as ex:
         deadline = time.monotonic() + 120
         while fresh.node_id not in {n["node_id"] for n in ex.node_info()}:
