@@ -179,8 +179,8 @@ def serve_command(
             metavar="ADDRESS",
             help="Run batches on a Ray cluster ('auto', or ray://HEAD:10001), one node agent "
             "per node; --slots is then unused (a node runs as many programs as it has CPUs). "
-            "Sessions (/v1/sessions, /run_jupyter) are refused with an error naming why: "
-            "they do not run on the cluster. Needs pip install 'assay[ray]'.",
+            "Sessions (/v1/sessions, /run_jupyter) are held by the node agents, each pinned to "
+            "its node (reason node_lost if that node dies). Needs pip install 'assay[ray]'.",
             show_default=False,
         ),
     ] = None,

@@ -21,7 +21,9 @@ def _off_loop(
 
     @functools.wraps(method)
     async def call(self: AsyncSession, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, self.session, *args, **kwargs)
+        # The session's own method: a cluster's session (a subclass) forwards its calls.
+        bound = getattr(self.session, method.__name__)
+        return await asyncio.to_thread(bound, *args, **kwargs)
 
     return call
 

@@ -75,7 +75,8 @@ class SessionManager:
     ) -> None:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
-        executor_of(source)  # checks what it is
+        if getattr(source, "session_class", None) is None:  # (Ray: sessions on its nodes)
+            executor_of(source)  # checks what it is
         self.source = source
         self.max_sessions = max_sessions
         self.memory_budget_mb = memory_budget_mb

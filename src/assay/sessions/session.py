@@ -48,9 +48,6 @@ def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
     ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
     if isinstance(source, (Runner, Sandbox)):
         return source.execute
-    refused = getattr(source, "sessions_refused", None)
-    if isinstance(refused, str):  # an executor whose sandboxes are elsewhere (Ray)
-        raise ValidationError("source", refused)
     runner = getattr(source, "runner", None)
     if isinstance(runner, Runner):
         return runner.execute
@@ -64,6 +61,14 @@ class Session:
     ...     s.exec("cd sub 2>/dev/null || mkdir sub && cd sub; export X=1")
     ...     s.exec("pwd; echo $X").stdout                          # b'/work/sub\\n1\\n'
     """
+
+    def __new__(cls, source: object = None, *args: Any, **kwargs: Any) -> Session:
+        # An executor whose sandboxes are on other machines (``RayExecutor``) names the kind
+        # of session it holds there: ``Session(ray_executor)`` is one of those.
+        kind = getattr(source, "session_class", None)
+        if cls is Session and isinstance(kind, type) and issubclass(kind, Session):
+            return object.__new__(kind)
+        return object.__new__(cls)
 
     def __init__(
         self,

@@ -8,8 +8,11 @@ from typing import Any, Literal
 from ..errors import AssayError, ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
-#: memory budget used up, or its sandbox died under it.
-EndReason = Literal["closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed"]
+#: memory budget used up, its sandbox died under it, or (on a cluster) the node holding it
+#: died: a session is never opened again elsewhere, empty.
+EndReason = Literal[
+    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
+]
 StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
 
 

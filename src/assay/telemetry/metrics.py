@@ -171,7 +171,9 @@ class _CompileCacheCounters(Collector):
 
 
 #: Why a session ends (``assay.sessions.types.EndReason``; a test keeps the two equal).
-SESSION_END_REASONS = ("closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed")
+SESSION_END_REASONS = (
+    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
+)  # fmt: skip
 
 #: The security events :func:`security_events` can tell from a result.
 SECURITY_KINDS = ("seccomp_kill", "output_flood", "leftover_processes")

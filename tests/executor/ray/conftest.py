@@ -51,6 +51,13 @@ class TestCluster:
             self.workers.append(self.cluster.add_node(**NODE))
         self.cluster.wait_for_nodes()
 
+    def add(self) -> Any:
+        """One more worker node (a test may remove it without touching the usual two)."""
+        node = self.cluster.add_node(**NODE)
+        self.workers.append(node)
+        self.cluster.wait_for_nodes()
+        return node
+
     def remove(self, node: Any) -> None:
         self.cluster.remove_node(node, allow_graceful=False)
         self.workers.remove(node)

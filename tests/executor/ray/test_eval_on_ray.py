@@ -81,10 +81,16 @@ def test_serve_on_the_cluster(cluster: Any) -> None:
         )
         assert run.status_code == 200, run.text
         assert run.json()["run_result"]["stdout"] == "42\n"
-        # Sessions are not run on the cluster: refused, with the reason.
-        session = httpx.post(f"{base}/v1/sessions", json={}, timeout=30)
-        assert session.status_code == 422, session.text
-        assert session.json()["field"] == "source" and "RayExecutor" in session.text
+        # Sessions are held by the node agents: create, a step, close.
+        session = httpx.post(
+            f"{base}/v1/sessions", json={"files": {"a.txt": "aGk="}}, timeout=60
+        )  # base64
+        assert session.status_code == 200, session.text
+        url = f"{base}/v1/sessions/{session.json()['id']}"
+        step = httpx.post(f"{url}/exec", json={"command": "cat a.txt"}, timeout=60)
+        assert step.status_code == 200 and step.json()["stdout"] == "hi", step.text
+        assert httpx.delete(url, timeout=60).status_code == 204
+        assert httpx.get(url, timeout=30).json()["reason"] == "closed"
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

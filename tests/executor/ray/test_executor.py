@@ -18,12 +18,10 @@ from assay import (
     LocalExecutor,
     Problem,
     RunJob,
-    Session,
-    SessionManager,
     Submission,
     TestCase,
 )
-from assay.errors import Overloaded, ValidationError
+from assay.errors import Overloaded
 from assay.executor.ray import RayExecutor
 from assay.integrations.verl import compute_score_batch
 from assay.scheduler import HIGH, LOW, RuntimeEstimator
@@ -192,13 +190,6 @@ def test_integrations_take_the_cluster_executor(sandboxed: RayExecutor) -> None:
         executor=sandboxed,
     )
     assert [r["score"] for r in rows] == [1.0, 0.0]
-
-
-def test_sessions_are_refused_with_a_clear_error(sandboxed: RayExecutor) -> None:
-    with pytest.raises(ValidationError, match="RayExecutor runs batches on its nodes"):
-        Session(sandboxed)
-    with pytest.raises(ValidationError, match="open sessions on a Runner"):
-        SessionManager(sandboxed)
 
 
 def test_a_full_queue_refuses_the_whole_batch(cluster: Any) -> None:

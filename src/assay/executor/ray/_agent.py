@@ -15,6 +15,7 @@ care, as each supervisor already names its cgroup directory after its own pid an
 from __future__ import annotations
 
 import collections
+import contextlib
 import fcntl
 import logging
 import os
@@ -23,16 +24,36 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import defaults
-from ...errors import ConfigError
+from ...errors import ConfigError, ValidationError
 from .._jobs import Memory, memory_budget
 from ..backend import Backend
 from ..types import Execution
 from ._wire import Item, ProblemCache, Result, encode_execution
 
+if TYPE_CHECKING:
+    from ...sandbox import RunRequest
+    from ...sessions import Session
+    from ...types import ExecResult
+
 log = logging.getLogger("assay.executor.ray")
+
+#: The agent's concurrency group for session calls (each blocks a thread for its step), so
+#: sessions never hold up the driver's ``submit`` and ``poll``; and its size: calls beyond
+#: it on one node wait for one to finish.
+SESSIONS = "sessions"
+SESSION_CALLS = 64
+#: What the driver may call on a session held here (``RemoteSession`` forwards these).
+SESSION_METHODS = frozenset(
+    {
+        "exec", "write_file", "read_file", "list_files", "delete_file",
+        "download_tar", "upload_tar", "run_cell", "ping",
+    }
+)  # fmt: skip
+#: Ended sessions remembered (id -> reason, detail), so a late call learns why.
+REMEMBER_ENDED = 10_000
 
 #: Where agents on one host take their uid blocks (``ASSAY_AGENT_LOCK_DIR`` overrides).
 LOCK_DIR = "/run/assay/agents"
@@ -72,9 +93,26 @@ def claim_uid_block() -> tuple[int, int, int]:
     )
 
 
+def _answer(fn: Callable[[], Any]) -> tuple[Any, ...]:
+    """``("ok", value)``, or the error in plain values (exceptions whose constructors take
+    several arguments do not survive pickling): ``("ended", reason, detail)``,
+    ``("invalid", field, message)`` or ``("error", type name, message)``."""
+    from ...sessions import SessionEnded
+
+    try:
+        return ("ok", fn())
+    except SessionEnded as exc:
+        return ("ended", exc.reason, exc.detail)
+    except ValidationError as exc:
+        return ("invalid", exc.field, exc.message)
+    except Exception as exc:
+        return ("error", type(exc).__name__, str(exc)[:2000])
+
+
 class NodeAgent:
     """Runs the jobs the driver sends on this node's sandboxes (made a Ray actor by the
-    driver, with ``max_concurrency`` so :meth:`poll` does not block :meth:`submit`)."""
+    driver, with ``max_concurrency`` so :meth:`poll` does not block :meth:`submit`), and
+    holds the sessions the driver opened on this node (:mod:`._sessions`)."""
 
     def __init__(
         self,
@@ -108,6 +146,9 @@ class NodeAgent:
         self._inbox: collections.deque[Item] = collections.deque()
         self._outbox: list[Result] = []
         self._closed = False
+        self._sessions: dict[str, Session] = {}
+        self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+        self._session_lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._work, args=(f"{self.name}/w{i}",), daemon=True)
             for i in range(slots)
@@ -160,8 +201,105 @@ class NodeAgent:
             self._results.notify_all()
         for t in self._threads:
             t.join(timeout=30)
+        with self._session_lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                session.close()
         if self._runner is not None:
             self._runner.close()
+
+    # -- sessions held on this node (called in the SESSIONS concurrency group) -------------
+    def _session_runner(self) -> Any:
+        with self._session_lock:
+            if self._runner is None:  # a test backend: sessions still get real sandboxes
+                from ...runner import Runner
+
+                self._runner = Runner()
+            return self._runner
+
+    def _hold(self, session: Session) -> dict[str, Any]:
+        def forget(gone: Session) -> None:
+            with self._session_lock:
+                self._sessions.pop(gone.id, None)
+                self._ended[gone.id] = (gone.end_reason or "closed", gone.end_detail)
+                while len(self._ended) > REMEMBER_ENDED:
+                    self._ended.popitem(last=False)
+
+        with self._session_lock:
+            self._sessions[session.id] = session
+        session.on_end(forget)
+        if session.ended:
+            forget(session)
+        keys = ("id", "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image")
+        return {k: getattr(session, k) for k in keys}
+
+    def _session(self, session_id: str) -> Session:
+        from ...sessions import SessionEnded
+
+        with self._session_lock:
+            found = self._sessions.get(session_id)
+            ended = self._ended.get(session_id)
+        if found is not None:
+            return found
+        if ended is not None:
+            raise SessionEnded(session_id, *ended)
+        raise SessionEnded(session_id, "node_lost", f"node agent {self.name} does not hold it")
+
+    def session_open(self, files: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Open a session on this node: its attributes, for the driver's proxy."""
+        from ...sessions import Session
+
+        return _answer(lambda: self._hold(Session(self._session_runner(), files, **kwargs)))
+
+    def session_call(
+        self, session_id: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        if method not in SESSION_METHODS:
+            return ("invalid", "method", f"no session method {method!r}")
+        return _answer(lambda: getattr(self._session(session_id), method)(*args, **kwargs))
+
+    def session_fork(self, session_id: str, child_id: str | None) -> tuple[Any, ...]:
+        """Fork a session held here; the child is held here too (same node)."""
+        return _answer(lambda: self._hold(self._session(session_id).fork(child_id)))
+
+    def session_end(self, session_id: str, reason: str, detail: str) -> tuple[Any, ...]:
+        """End a session; answers once its sandbox is gone, with the run's result."""
+
+        def end() -> ExecResult | None:
+            session = self._session(session_id)
+            session.end(reason, detail)
+            return session.result
+
+        return _answer(end)
+
+    def session_execute(self, request: RunRequest, pipe: bool) -> tuple[Any, ...]:
+        """One sandbox run on this node (a session's verification runs its tests here):
+        ``(result, bytes)``. An fd cannot cross machines, so with ``pipe`` the run gets a
+        pipe of this process as its fd 3, and what it wrote there comes back as the bytes."""
+        import dataclasses
+
+        def run() -> tuple[ExecResult, bytes]:
+            if not pipe:
+                return self._session_runner().execute(request), b""
+            read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+            chunks: list[bytes] = []
+
+            def drain() -> None:
+                while chunk := os.read(read_fd, 1 << 16):
+                    chunks.append(chunk)
+
+            reader = threading.Thread(target=drain, daemon=True)
+            reader.start()
+            try:
+                piped = dataclasses.replace(request, pass_fds=(write_fd,))  # execute closes it
+                result = self._session_runner().execute(piped)
+            finally:
+                reader.join()
+                os.close(read_fd)
+            return result, b"".join(chunks)
+
+        return _answer(run)
 
     # -- slots ------------------------------------------------------------------------------
     def _work(self, name: str) -> None:

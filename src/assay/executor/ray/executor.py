@@ -19,6 +19,8 @@ instead of taking down node after node.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import itertools
 import logging
 import threading
@@ -32,14 +34,16 @@ from ...errors import ConfigError, ValidationError
 from ...reward import RewardFn
 from ...scheduler import RuntimeEstimator, Task
 from ...scheduler.queue import Order
+from ...sessions.session import Session
 from ...telemetry import Metrics, RecordWriter
 from ..backend import Backend
 from ..batch import BatchHandle
 from ..types import Outcome
-from ._agent import NodeAgent
+from ._agent import SESSION_CALLS, SESSIONS, NodeAgent
 from ._dispatch import POLL_S, Dispatching
 from ._driver_backend import DriverBackend
 from ._nodes import Node, Nodes
+from ._sessions import RemoteSession
 from ._wire import ProblemRefs
 
 log = logging.getLogger("assay.executor.ray")
@@ -65,7 +69,8 @@ class RayExecutor(Dispatching):
     otherwise). Node agents start on nodes that join and go with nodes that leave.
 
     Records and metrics are the driver's (one records target, one ``/metrics`` for the
-    whole cluster). Sessions are refused (:attr:`sessions_refused`).
+    whole cluster). Agent sessions (``Session(ex)``, ``SessionManager(ex)``) are held by the
+    node agents, each pinned to its node (:mod:`._sessions`).
     """
 
     def __init__(
@@ -128,7 +133,11 @@ class RayExecutor(Dispatching):
         self.stats = {"lost_results_ignored": 0, "node_failures": 0, "agents_started": 0}
         self._driver_backend = DriverBackend()
         self._problem_refs = ProblemRefs(self._driver_backend.fingerprint)
-        self._actor_cls = ray.remote(NodeAgent)
+        # Session calls in a thread group of their own (Ray's stubs do not list the option).
+        groups: dict[str, Any] = {"concurrency_groups": {SESSIONS: SESSION_CALLS}}
+        self._actor_cls = ray.remote(**groups)(NodeAgent)
+        #: Open sessions (their proxies), by id.
+        self._sessions: dict[str, RemoteSession] = {}
         super().__init__(
             backend=self._driver_backend,
             slots=1,  # the cluster's, set once the agents answer
@@ -144,12 +153,29 @@ class RayExecutor(Dispatching):
             metrics=metrics,
         )
 
-    #: Sessions hold a sandbox across steps on one node and are not run through the cluster
-    #: executor: ``Session(ex)`` / ``SessionManager(ex)`` refuse it with this message.
-    sessions_refused = (
-        "a RayExecutor runs batches on its nodes and holds no sandbox here: open sessions "
-        "on a Runner (or a LocalExecutor) on the machine that should hold them"
-    )
+    #: The kind of session ``Session(ex)`` opens: one held by a node agent.
+    session_class = RemoteSession
+
+    def _session_node(self) -> Node:
+        """The node for a new session: fewest sessions per slot, then most free capacity."""
+        if self._closed:
+            raise ValidationError("source", "this RayExecutor is closed")
+        nodes = self.nodes.snapshot()
+        if not nodes:
+            raise ConfigError("no live node agent to hold a session")
+        with self._lock:
+            held = collections.Counter(s.node_id for s in self._sessions.values())
+        return min(nodes, key=lambda n: (held[n.node_id] / n.slots, -n.free))
+
+    def _session_opened(self, session: RemoteSession) -> None:
+        with self._lock:
+            self._sessions[session.id] = session
+        session.on_end(self._session_ended)
+
+    def _session_ended(self, session: Session) -> None:
+        with self._lock:
+            if self._sessions.get(session.id) is session:
+                del self._sessions[session.id]
 
     # -- start-up ---------------------------------------------------------------------------
     def _start_workers(self) -> list[threading.Thread]:
@@ -285,6 +311,11 @@ class RayExecutor(Dispatching):
                 return
             self._closed = True
         self._reaper.close()
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                session.close()
         self.queue.close()
         for t in self._workers[:2]:
             t.join()

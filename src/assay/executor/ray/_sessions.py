@@ -1,0 +1,232 @@
+"""Agent sessions on the cluster: each is a real :class:`~assay.sessions.Session` held by the
+node agent of one node, and a :class:`RemoteSession` on the driver forwards every call to it.
+
+``Session(ray_executor, ...)`` (and ``SessionManager(ray_executor)``, ``assay serve --ray``)
+opens one on the node with the fewest sessions per slot, then the most free capacity. A
+session is pinned to that node: its sandbox (processes, ``/work``, the interpreter of its
+cells) lives there and nowhere else, and ``fork`` makes the child on the same node. When the
+node dies (removed from the cluster, its agent killed) the session ends with the reason
+``node_lost`` and every later call raises :class:`~assay.sessions.SessionEnded`: it is never
+opened again elsewhere, empty.
+
+Steps run on the hosting node as they come: they take no slot of the executor's global
+queue (the session's own limits bind them, as they do on a ``Runner``). ``verify`` runs on
+the driver as on one machine, with the workspace snapshot read from the session and the
+hidden tests run in a fresh sandbox on the same node.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+from ...errors import SandboxError, ValidationError
+from ...sandbox import RunRequest
+from ...sessions import _reaper
+from ...sessions.session import Session
+from ...sessions.types import CellResult, SessionEnded, SessionRefused, StepResult
+from ...sessions.verify import inherit
+from ...types import ExecResult
+from ._agent import SESSIONS
+from ._nodes import Node
+
+
+def _call(node: Node, method: str, *args: Any) -> tuple[Any, ...]:
+    """One call on ``node``'s agent, in its sessions group; ``("lost", detail)`` if the agent
+    or its node is dead (Ray says so, or the executor already declared the node dead). Raises :class:`SandboxError` if the node does not answer for now."""
+    import ray
+    from ray.exceptions import ActorUnavailableError, NodeDiedError, ObjectLostError, RayActorError
+
+    if not node.alive:  # the executor's membership declared the node dead
+        return ("lost", f"node {node.name} left the cluster")
+    remote = getattr(node.handle, method).options(concurrency_group=SESSIONS)
+    try:
+        answer: tuple[Any, ...] = ray.get(remote.remote(*args))
+    except ActorUnavailableError as exc:  # not dead (yet): the call may have run, or not
+        raise SandboxError(f"node {node.name} did not answer: {exc}") from None
+    except (RayActorError, NodeDiedError, ObjectLostError) as exc:
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        return ("lost", f"node {node.name} died: {type(exc).__name__} {first}".strip())
+    return answer
+
+
+def _value(answer: tuple[Any, ...]) -> Any:
+    """The value of an agent's answer, or its error raised (``ended``/``lost`` are the
+    caller's to handle first)."""
+    kind = answer[0]
+    if kind == "ok":
+        return answer[1]
+    if kind == "invalid":
+        raise ValidationError(answer[1], answer[2])
+    if kind == "error" and answer[1] == "SessionRefused":
+        raise SessionRefused(answer[2])
+    if kind == "error":
+        raise SandboxError(f"{answer[1]}: {answer[2]}")
+    raise SandboxError(f"unexpected answer from a node agent: {answer!r}"[:500])
+
+
+class RemoteSession(Session):
+    """The driver's handle on a session held by a node agent; same API as :class:`Session`.
+
+    ``node_id`` / ``node_name`` say where it lives.
+    """
+
+    def __init__(
+        self, source: Any, files: Mapping[str, str | bytes] | None = None, **kwargs: Any
+    ) -> None:
+        node = source._session_node()
+        answer = _call(node, "session_open", files, kwargs)
+        if answer[0] == "lost":
+            raise SandboxError(f"session not opened: {answer[1]}")
+        if answer[0] == "ended":
+            raise SandboxError(f"session did not start: {answer[1]} {answer[2]}".strip())
+        self._bind(source, node, _value(answer))
+
+    def _bind(self, source: Any, node: Node, attrs: dict[str, Any]) -> None:
+        self.source, self.node = source, node
+        self.node_id, self.node_name = node.node_id, node.name
+        self.id, self.limits = attrs["id"], attrs["limits"]
+        self.ttl_s, self.idle_ttl_s = attrs["ttl_s"], attrs["idle_ttl_s"]
+        self.priority, self.caller, self.image = attrs["priority"], attrs["caller"], attrs["image"]
+        self.created = self.last_used = time.monotonic()
+        self.steps, self.busy = 0, False
+        self.end_reason, self.end_detail, self.result = None, "", None
+        self._on_end = []
+        self._state = threading.Lock()
+        self._step_s = 0.05
+        self._execute = self._execute_there
+        source._session_opened(self)
+        _reaper.watch(self)
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def _end(self, reason: str, detail: str) -> bool:
+        with self._state:
+            if self.end_reason is not None:
+                return False
+            self.end_reason, self.end_detail = reason, detail
+            if self.result is None:  # the run's own result did not reach the driver
+                self.result = ExecResult(status="sandbox_error", stderr=detail.encode())
+        for fn in self._on_end:
+            with contextlib.suppress(Exception):
+                fn(self)
+        return True
+
+    def _ended(self, answer: tuple[Any, ...]) -> SessionEnded:
+        """End here as the agent's answer says (``lost``: ``node_lost``)."""
+        if answer[0] == "lost":
+            self._end("node_lost", answer[1])
+        else:
+            self._end(answer[1], answer[2])
+        assert self.end_reason is not None
+        return SessionEnded(self.id, self.end_reason, self.end_detail)
+
+    def close(self) -> None:
+        """End the session; when this returns its sandbox is gone from its node."""
+        self.end("closed")
+
+    def end(self, reason: str, detail: str = "") -> None:
+        if self.end_reason is not None:
+            return
+        answer = _call(self.node, "session_end", self.id, reason, detail)
+        if answer[0] in ("lost", "ended"):
+            self._ended(answer)
+            return
+        self.result = _value(answer)
+        self._end(reason, detail)
+
+    # -- calls ------------------------------------------------------------------------------
+    def _remote(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        if self.end_reason is not None:
+            raise SessionEnded(self.id, self.end_reason, self.end_detail)
+        self.busy = True
+        try:
+            answer = _call(self.node, "session_call", self.id, method, args, kwargs)
+        finally:
+            self.busy = False
+            self.last_used = time.monotonic()
+        if answer[0] in ("lost", "ended"):
+            raise self._ended(answer)
+        return _value(answer)
+
+    def _remote_step(self, method: str, *args: Any) -> Any:
+        started = time.monotonic()
+        try:
+            return self._remote(method, *args)
+        finally:
+            self.steps += 1
+            self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
+
+    def _execute_there(self, request: RunRequest) -> ExecResult:
+        """One sandbox run on the hosting node (``verify``'s tests). The run's first passed
+        fd (the report pipe) is stood in for by a pipe on the node; what the run wrote there
+        is written to it here. Like ``Runner.execute``, this owns the passed fds."""
+        fds = request.pass_fds
+        try:
+            bare = dataclasses.replace(request, pass_fds=(), stop_fd=-1)
+            answer = _call(self.node, "session_execute", bare, bool(fds))
+            if answer[0] == "lost":
+                raise SandboxError(answer[1])
+            result, piped = _value(answer)
+            if fds:
+                with contextlib.suppress(OSError), open(fds[0], "wb", closefd=False) as out:
+                    out.write(piped)
+            return cast(ExecResult, result)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def exec(
+        self,
+        command: str,
+        timeout_s: float = 30.0,
+        idle_timeout_s: float | None = None,
+        stdin: str | bytes = b"",
+    ) -> StepResult:
+        result: StepResult = self._remote_step("exec", command, timeout_s, idle_timeout_s, stdin)
+        return result
+
+    def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
+        result: CellResult = self._remote_step("run_cell", code, timeout_s)
+        return result
+
+    def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
+        self._remote("write_file", path, content, mode)
+
+    def read_file(self, path: str) -> bytes:
+        data: bytes = self._remote("read_file", path)
+        return data
+
+    def list_files(self, directory: str = ".") -> list[dict[str, Any]]:
+        entries: list[dict[str, Any]] = self._remote("list_files", directory)
+        return entries
+
+    def delete_file(self, path: str) -> None:
+        self._remote("delete_file", path)
+
+    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes:
+        data: bytes = self._remote("download_tar", directory, gzip)
+        return data
+
+    def upload_tar(self, data: bytes, directory: str = ".") -> None:
+        self._remote("upload_tar", data, directory)
+
+    def ping(self) -> None:
+        self._remote("ping")
+
+    def fork(self, session_id: str | None = None) -> Session:
+        """A new session on the same node with a copy of this one's workspace."""
+        if self.end_reason is not None:
+            raise SessionEnded(self.id, self.end_reason, self.end_detail)
+        answer = _call(self.node, "session_fork", self.id, session_id)
+        if answer[0] in ("lost", "ended"):
+            raise self._ended(answer)
+        child = object.__new__(RemoteSession)
+        child._bind(self.source, self.node, _value(answer))
+        inherit(self, child)
+        return child
