@@ -101,6 +101,11 @@ def test_records_reach_one_target_and_metrics_count_the_cluster(
         r'assay_jobs_completed_total\{language="python",verdict="accepted"\} (\S+)', text
     )
     assert done and float(done.group(1)) >= 12
+    # Per-node capacity: one series per node agent, named as its workers are (issue 19).
+    nodes = set(re.findall(r'assay_node_slots\{node="([^"]+)"\} (\S+)', text))
+    assert {name for name, _ in nodes} >= workers, (nodes, workers)
+    assert all(float(n) >= 1 for _, n in nodes)
+    assert re.search(r'assay_node_memory_budget_bytes\{node="[^"]+"\} [1-9]', text)
 
 
 def test_large_problems_travel_once_per_node(cluster: Any) -> None:

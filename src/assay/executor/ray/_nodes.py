@@ -35,6 +35,8 @@ class Node:
     capacity: int
     pid: int = 0
     uid_base: int = 0
+    #: MiB the node's running jobs may hold (its agent's budget), for the capacity gauges.
+    memory_budget_mb: int = 0
     outstanding: dict[int, Sent] = field(default_factory=dict)
     poll_ref: Any = None
     alive: bool = True

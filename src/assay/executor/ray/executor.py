@@ -36,6 +36,8 @@ from ...scheduler import RuntimeEstimator, Task
 from ...scheduler.queue import Order
 from ...sessions.session import Session
 from ...telemetry import Metrics, RecordWriter
+from ...telemetry.metrics import NodeCapacity
+from .._jobs import Part
 from ..backend import Backend
 from ..batch import BatchHandle
 from ..types import Outcome
@@ -152,6 +154,21 @@ class RayExecutor(Dispatching):
             estimator=estimator,
             metrics=metrics,
         )
+        self.metrics.bind_nodes(self._node_capacity)
+
+    def _node_capacity(self) -> list[NodeCapacity]:
+        """Each live node's slots, how many hold a job, its memory budget and the memory
+        limits of the jobs it holds (running or prefetched): the driver's view, no call to
+        the nodes at scrape time."""
+        out = []
+        for n in self.nodes.snapshot():
+            held = [s.task.payload for s in list(n.outstanding.values())]
+            mb = sum(p.job.info.limits.memory_mb for p in held if isinstance(p, Part))
+            busy = min(n.slots, len(held))
+            out.append(
+                NodeCapacity(n.name, n.slots, busy, n.memory_budget_mb << 20, mb << 20, n.alive)
+            )
+        return out
 
     #: The kind of session ``Session(ex)`` opens: one held by a node agent.
     session_class = RemoteSession
@@ -250,8 +267,9 @@ class RayExecutor(Dispatching):
                 max_restarts=0,
             ).remote(slots, *self._agent_args, self._memory_budget(n["Resources"]))
             self.stats["agents_started"] += 1
+            budget = self._memory_budget(n["Resources"]) or 0
             threading.Thread(
-                target=self._await_agent, args=(node_id, handle, slots), daemon=True
+                target=self._await_agent, args=(node_id, handle, slots, budget), daemon=True
             ).start()
         if self._autoscale:
             self._request_resources()
@@ -260,7 +278,7 @@ class RayExecutor(Dispatching):
             self.slots = total
             self.metrics.bind_workers(lambda: self._busy, total)
 
-    def _await_agent(self, node_id: str, handle: Any, slots: int) -> None:
+    def _await_agent(self, node_id: str, handle: Any, slots: int, budget_mb: int = 0) -> None:
         try:
             info = self._ray.get(handle.info.remote(), timeout=self._wait_nodes_s)
         except Exception as exc:
@@ -273,6 +291,7 @@ class RayExecutor(Dispatching):
         prefetch = self._prefetch if self._prefetch is not None else max(1, slots // 2)
         node = Node(node_id, info["name"], handle, slots, slots + prefetch)
         node.pid, node.uid_base = info["pid"], info["uid_base"]
+        node.memory_budget_mb = budget_mb
         node.poll_ref = handle.poll.remote(POLL_S)
         self.nodes.add(node)
         log.info("node agent %s ready: %d slots", node.name, slots)
