@@ -22,10 +22,13 @@ MiB = 1 << 20
 
 
 def _live() -> int:
-    """Bytes held by live Python objects of this process (what a cache keeps alive; the
-    resident size also counts memory freed but not yet handed back by malloc)."""
+    """Bytes held by live Python objects that Assay's code allocated (what a cache keeps
+    alive; the resident size also counts memory freed but not yet handed back by malloc).
+    Only Assay's allocations: other libraries' threads in the same test process (a Ray
+    driver the cluster tests left connected) allocate at their own pace."""
     gc.collect()
-    return tracemalloc.get_traced_memory()[0]
+    ours = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, "*/assay/*")])
+    return sum(stat.size for stat in ours.statistics("filename"))
 
 
 @pytest.fixture(autouse=True)
