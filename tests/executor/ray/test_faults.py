@@ -51,9 +51,16 @@ def test_a_node_removed_mid_batch_loses_and_duplicates_nothing(cluster: Any) -> 
         delivered: list[JobResult] = []
         n = 40
         handle = ex.submit([rb.job(i, 0.2) for i in range(n)], on_result=delivered.append)
-        time.sleep(0.5)
-        victim = cluster.workers[0]
-        cluster.remove(victim)
+        # The victim is a worker node whose agent holds jobs now (a node an earlier test
+        # added may not have its agent yet, and removing an idle node tests nothing).
+        deadline = time.monotonic() + 30
+        victims: list[Any] = []
+        while not victims and time.monotonic() < deadline:
+            holding = {i["node_id"] for i in ex.node_info() if i["outstanding"]}
+            victims = [w for w in cluster.workers if w.node_id in holding]
+            time.sleep(0.05)
+        assert victims, ex.node_info()
+        cluster.remove(victims[0])
         results = handle.gather(timeout=90)
         check_exactly_once(results, delivered, n)
         assert ex.stats["node_failures"] >= 1
