@@ -141,6 +141,10 @@ def test_a_killed_client_leaves_no_session(host) -> None:  # type: ignore[no-unt
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"ready\n"
+        # The step returns once it has backgrounded the sleeper, maybe before its exec.
+        deadline = time.monotonic() + 10
+        while not host.processes_named(tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert host.processes_named(tag), "the session's process did not start"
         proc.kill()
         proc.wait()
