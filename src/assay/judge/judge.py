@@ -5,7 +5,6 @@ Only raw outputs come back from the sandbox; expected answers never enter it.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 
 from .. import languages
@@ -66,12 +65,6 @@ class Judge:
         stop_on_failure: bool,
     ) -> list[TestResult]:
         limits = submission.problem.limits
-        if kind in ("call", "script") and submission.language == "python":
-            # A program that does not compile fails every test the same way under every
-            # format, with a message about the submission (not about our call server).
-            broken = _compile_error(code)
-            if broken is not None:
-                return [TestResult(i, "runtime_error", message=broken) for i, _ in tests]
         if kind == "call":
             return run_calls(self.runner, code, tests, limits, stop_on_failure)
         if kind == "script" and submission.language == "python":
@@ -107,17 +100,6 @@ class Judge:
         assert test.expected is not None
         ok, message = compare.get(test.compare)(result.stdout_text, test.expected, test.options)
         return TestResult(index, "accepted" if ok else "wrong_answer", message=message, **common)  # type: ignore[arg-type]
-
-
-def _compile_error(code: bytes) -> str | None:
-    """``SyntaxError: message (solution.py, line n)`` if ``code`` is not valid Python."""
-    try:
-        with warnings.catch_warnings():  # the submission's warnings are not the host's
-            warnings.simplefilter("ignore")
-            compile(code, "solution.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 def _kind(test: TestCase) -> str:

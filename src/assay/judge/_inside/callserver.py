@@ -99,7 +99,15 @@ def main():
     sys.modules["solution"] = module
     try:
         with open(source_path, "rb") as fh:
-            code = compile(fh.read(), source_path, "exec", dont_inherit=True)
+            source = fh.read()
+        code = compile(source, source_path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        # It does not compile: one line, as the script path words it on the trusted side
+        # ("SyntaxError: invalid syntax (solution.py, line 3)"), so the format never shows.
+        sys.stderr.write(f"{type(exc).__name__}: {exc}")
+        sys.stderr.flush()
+        sys.exit(1)
+    try:
         exec(code, module.__dict__)
     except SystemExit:
         raise
