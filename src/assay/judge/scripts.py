@@ -16,10 +16,11 @@ import os
 import socket
 import warnings
 
-from ..runner import Runner, RunRequest
+from ..runner import RunRequest
 from ..telemetry import tracing
 from ..types import ExecResult, Limits
 from . import _background, _trusted
+from ._group import TestGroup
 from .types import TestCase, TestResult, Verdict
 
 _LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
@@ -51,24 +52,12 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
     return names, imports, variables
 
 
-def run_scripts(
-    runner: Runner,
-    code: bytes,
-    tests: list[tuple[int, TestCase]],
-    limits: Limits,
-    stop_on_failure: bool = False,
-) -> list[TestResult]:
+def run_scripts(group: TestGroup) -> list[TestResult]:
     """One result per test; with ``stop_on_failure`` the harness stops at the first test
-    that does not pass, and the tests after it have no result."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(code, "solution.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
-        # It would not run at all (the test side would only meet the prompt's stubs).
-        return [
-            TestResult(i, "runtime_error", message=f"{type(exc).__name__}: {exc}") for i, _ in tests
-        ]
+    that does not pass, and the tests after it have no result. ``code`` compiles (the
+    judge gives a program that does not a ``runtime_error`` per test before this)."""
+    runner, code, tests, limits = group.runner, group.code, group.tests, group.limits
+    stop_on_failure = group.stop_on_failure
     names, imports, variables = defined_names(code)
     for _, case in tests:  # the function the task asks for is the submission's, even if missing
         names += [n for n in case.options.get("requires", []) if n not in names]
