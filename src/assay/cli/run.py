@@ -13,7 +13,16 @@ from rich.table import Table
 from .. import defaults, languages
 from ..errors import AssayError, ValidationError
 from ..types import ExecResult, Limits
-from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, app, console, err_console, make_runner
+from ._common import (
+    EXIT_OK,
+    EXIT_SANDBOX,
+    EXIT_USAGE,
+    Insecure,
+    app,
+    console,
+    err_console,
+    make_runner,
+)
 
 
 @app.command()
@@ -45,9 +54,7 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object with the ExecResult fields.")
     ] = False,
-    insecure: Annotated[
-        bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
-    ] = False,
+    insecure: Insecure = False,
     image: Annotated[
         str | None,
         typer.Option("--image", help="Task image (id or name, `assay image list`) as the root."),

@@ -24,19 +24,19 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from .. import defaults
 from ..errors import ValidationError
 from ..reward import RewardFn
 from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
-from ..scheduler.queue import Order
 from ..telemetry import Metrics, RecordWriter, open_writer, tracing
 from . import _records
 from ._calls import SlotCall, SlotCalls
 from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
+from ._options import ExecutorOptions, with_defaults
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended
 from .types import Execution, Job, JobResult, Outcome
@@ -46,6 +46,10 @@ log = logging.getLogger("assay.executor")
 
 class LocalExecutor(SlotCalls):
     """Runs batches of jobs on this machine. Thread-safe; use as a context manager.
+
+    ``slots``: programs run at once (default: the CPUs this process may use). The queue,
+    cache, retry and record options (``max_queued``, ``cache``, ``retries``, ``records``...)
+    are :class:`~assay.executor._options.ExecutorOptions`, shared with ``RayExecutor``.
 
     >>> with LocalExecutor() as ex:                                 # doctest: +SKIP
     ...     for r in ex.submit([Submission(problem, code)] * 8):
@@ -58,19 +62,12 @@ class LocalExecutor(SlotCalls):
         *,
         slots: int | None = None,
         memory_budget_mb: int | None = None,
-        max_queued: int = defaults.EXECUTOR_MAX_QUEUED,
-        cache: bool = True,
-        cache_entries: int = defaults.EXECUTOR_CACHE_ENTRIES,
-        retries: int = defaults.EXECUTOR_RETRIES,
-        split: bool = True,
-        order: Order = "lpt",
-        records: str | Path | RecordWriter | None = None,
-        state_dir: str | Path | None = None,
-        estimator: RuntimeEstimator | None = None,
         reward: RewardFn | None = None,
         backend: Backend | None = None,
-        metrics: Metrics | None = None,
+        **options: Unpack[ExecutorOptions],
     ) -> None:
+        opts = with_defaults(type(self).__name__, options)
+        retries, cache_entries, records = opts["retries"], opts["cache_entries"], opts["records"]
         if slots is not None and slots < 1:
             raise ValidationError("slots", "must be at least 1")
         if retries < 0:
@@ -83,8 +80,8 @@ class LocalExecutor(SlotCalls):
             backend = SandboxBackend(self.runner, reward)
         self.backend = backend
         self.retries = retries
-        self.split = split
-        self.queue = FairQueue(max_queued, order)
+        self.split = opts["split"]
+        self.queue = FairQueue(opts["max_queued"], opts["order"])
         #: Finished results by content key, with the id of the job that produced each.
         self.cache: ResultCache[tuple[Execution, str]] | None = (
             ResultCache(
@@ -93,15 +90,16 @@ class LocalExecutor(SlotCalls):
                 max_entry_bytes=defaults.EXECUTOR_CACHE_ENTRY_BYTES,
                 sizeof=lambda entry: entry[0].approx_bytes() + len(entry[1]),
             )
-            if cache
+            if opts["cache"]
             else None
         )
+        state_dir = opts["state_dir"]
         state = Path(state_dir) if state_dir is not None else defaults.state_dir()
-        self.estimator = estimator or RuntimeEstimator(state / "estimates.sqlite")
+        self.estimator = opts["estimator"] or RuntimeEstimator(state / "estimates.sqlite")
         self.records: RecordWriter = (
             records if not isinstance(records, str | Path | None) else open_writer(records)
         )
-        self.metrics = metrics or Metrics()
+        self.metrics = opts["metrics"] or Metrics()
         self.metrics.bind_queue(self.queue.gauges)
         self._memory = mem = Memory(memory_budget_mb or memory_budget())
         self.metrics.bind_workers(lambda: self._busy, self.slots, lambda: (mem.budget, mem.used))

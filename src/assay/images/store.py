@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import defaults
+from .._fs import tree_size
 from ..errors import AssayError, ValidationError
 
 #: Directories every image root gets (mount points of the sandbox's own file systems).
@@ -92,17 +93,6 @@ def python_version(rootfs: str) -> str | None:
         d for d in os.listdir(os.path.join(rootfs, "usr/lib")) if re.fullmatch(r"python3\.\d+", d)
     )
     return libs[-1][len("python") :] if libs else None
-
-
-def tree_size(root: str) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
-    return total
 
 
 class ImageStore:

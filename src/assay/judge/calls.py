@@ -19,6 +19,7 @@ from ..runner import Runner
 from ..telemetry import tracing
 from ..types import ExecResult, Limits
 from . import _background, _trusted, values
+from ._group import TestGroup
 from .types import TestCase, TestResult, Verdict
 
 _MAX_REPLY = 64 << 20
@@ -105,16 +106,11 @@ def _parse(line: bytes) -> Reply:
         return False, f"not a plain value: {exc}"
 
 
-def run_calls(
-    runner: Runner,
-    code: bytes,
-    tests: list[tuple[int, TestCase]],
-    limits: Limits,
-    stop_on_failure: bool = False,
-) -> list[TestResult]:
+def run_calls(group: TestGroup) -> list[TestResult]:
     """One result per test; with ``stop_on_failure``, none for the tests after the first
     failure, which are never called (as an assert-style ``check`` stops at its first failed
     assert, so a program that would loop forever on a later test is not kept running)."""
+    tests, stop_on_failure = group.tests, group.stop_on_failure
     calls = [(t.options["fn_name"], list(t.options["args"])) for _, t in tests]
     results: list[TestResult] = []
 
@@ -123,7 +119,7 @@ def run_calls(
         results.append(_grade(index, test, reply))
         return not (stop_on_failure and results[-1].verdict != "accepted")
 
-    _, result = call_values(runner, code, calls, limits, grade)
+    _, result = call_values(group.runner, group.code, calls, group.limits, grade)
     if result.status == "sandbox_error":  # our fault: no test result from this run stands
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
     if not (stop_on_failure and results and results[-1].verdict != "accepted"):

@@ -12,6 +12,7 @@ from ..errors import ValidationError
 from ..runner import Runner
 from ..types import ExecResult
 from . import compare, harness
+from ._group import TestGroup
 from .calls import PYTHON_OPS, run_calls
 from .checker import check
 from .native import run_native_scripts
@@ -65,10 +66,11 @@ class Judge:
         stop_on_failure: bool,
     ) -> list[TestResult]:
         limits = submission.problem.limits
+        group = TestGroup(self.runner, code, tests, limits, stop_on_failure)
         if kind == "call":
-            return run_calls(self.runner, code, tests, limits, stop_on_failure)
+            return run_calls(group)
         if kind == "script" and submission.language == "python":
-            return run_scripts(self.runner, code, tests, limits, stop_on_failure)
+            return run_scripts(group)
         if kind == "script":
             text = code.decode(errors="replace")
             lang = languages.get(submission.language).name

@@ -16,10 +16,11 @@ import os
 import socket
 import warnings
 
-from ..runner import Runner, RunRequest
+from ..runner import RunRequest
 from ..telemetry import tracing
 from ..types import ExecResult, Limits
 from . import _background, _trusted
+from ._group import TestGroup
 from .types import TestCase, TestResult, Verdict
 
 _LIMIT_VERDICTS = ("time_limit", "memory_limit", "output_limit")
@@ -51,21 +52,18 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
     return names, imports, variables
 
 
-def run_scripts(
-    runner: Runner,
-    code: bytes,
-    tests: list[tuple[int, TestCase]],
-    limits: Limits,
-    stop_on_failure: bool = False,
-) -> list[TestResult]:
+def run_scripts(group: TestGroup) -> list[TestResult]:
     """One result per test; with ``stop_on_failure`` the harness stops at the first test
     that does not pass, and the tests after it have no result."""
+    runner, code, tests, limits = group.runner, group.code, group.tests, group.limits
+    stop_on_failure = group.stop_on_failure
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(code, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
-        # It would not run at all (the test side would only meet the prompt's stubs).
+        # It would not run at all (the test side would only meet the prompt's stubs); worded
+        # as the call server words it, so the format never shows.
         return [
             TestResult(i, "runtime_error", message=f"{type(exc).__name__}: {exc}") for i, _ in tests
         ]

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from .. import defaults
+from .._fs import tree_size
 from ..errors import ValidationError
 
 _DIGEST = 32
@@ -34,7 +35,7 @@ class CompileCache:
         self.max_bytes = max_bytes if max_bytes is not None else defaults.COMPILE_CACHE_BYTES
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._lock = threading.Lock()
-        self._approx = self._scan_size()
+        self._approx = tree_size(self.directory)
         self.hits = 0
         self.misses = 0
 
@@ -107,16 +108,6 @@ class CompileCache:
             with self._lock:
                 self._approx = total - freed
             return freed
-
-    def _scan_size(self) -> int:
-        total = 0
-        for root, _, files in os.walk(self.directory):
-            for name in files:
-                try:
-                    total += os.stat(os.path.join(root, name)).st_size
-                except OSError:
-                    pass
-        return total
 
     def _count(self, hit: bool) -> None:
         with self._lock:

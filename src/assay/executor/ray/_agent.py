@@ -45,13 +45,12 @@ log = logging.getLogger("assay.executor.ray")
 #: it on one node wait for one to finish.
 SESSIONS = "sessions"
 SESSION_CALLS = 64
-#: What the driver may call on a session held here (``RemoteSession`` forwards these).
-SESSION_METHODS = frozenset(
-    {
-        "exec", "write_file", "read_file", "list_files", "delete_file",
-        "download_tar", "upload_tar", "run_cell", "ping",
-    }
-)  # fmt: skip
+#: What the driver may call on a session held here: ``RemoteSession`` forwards each of these
+#: ``Session`` methods, and counts the steps among them as steps.
+SESSION_STEPS = frozenset({"exec", "run_cell"})
+SESSION_METHODS = SESSION_STEPS | {
+    "write_file", "read_file", "list_files", "delete_file", "download_tar", "upload_tar", "ping",
+}  # fmt: skip
 #: Ended sessions remembered (id -> reason, detail), so a late call learns why.
 REMEMBER_ENDED = 10_000
 

@@ -19,21 +19,26 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import inspect
 import os
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Callable, Mapping
+from typing import Any, ParamSpec, TypeVar, cast
 
 from ...errors import SandboxError, ValidationError
 from ...sandbox import RunRequest
 from ...sessions import _reaper
 from ...sessions.session import Session
-from ...sessions.types import CellResult, SessionEnded, SessionRefused, StepResult
+from ...sessions.types import SessionEnded, SessionRefused
 from ...sessions.verify import inherit
 from ...types import ExecResult
-from ._agent import SESSIONS
+from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
 from ._nodes import Node
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _call(node: Node, method: str, *args: Any) -> tuple[Any, ...]:
@@ -70,8 +75,27 @@ def _value(answer: tuple[Any, ...]) -> Any:
     raise SandboxError(f"unexpected answer from a node agent: {answer!r}"[:500])
 
 
+def _forwarded(method: Callable[P, R], step: bool = False) -> Callable[P, R]:
+    """``Session.method`` of a :class:`RemoteSession`: the node's session runs it (a step
+    counts as one here too). Same signature and documentation; the arguments are checked
+    against that signature here, so a wrong one fails as it does on a local session."""
+    name, signature = method.__name__, inspect.signature(method)
+
+    @functools.wraps(method)
+    def forward(*args: P.args, **kwargs: P.kwargs) -> R:
+        signature.bind(*args, **kwargs)
+        self, *rest = args
+        assert isinstance(self, RemoteSession)
+        call = self._remote_step if step else self._remote
+        result: R = call(name, *rest, **kwargs)
+        return result
+
+    return forward
+
+
 class RemoteSession(Session):
-    """The driver's handle on a session held by a node agent; same API as :class:`Session`.
+    """The driver's handle on a session held by a node agent; same API as :class:`Session`
+    (the methods that act in the sandbox are forwarded to the node: see the end of the module).
 
     ``node_id`` / ``node_name`` say where it lives.
     """
@@ -153,10 +177,10 @@ class RemoteSession(Session):
             raise self._ended(answer)
         return _value(answer)
 
-    def _remote_step(self, method: str, *args: Any) -> Any:
+    def _remote_step(self, method: str, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()
         try:
-            return self._remote(method, *args)
+            return self._remote(method, *args, **kwargs)
         finally:
             self.steps += 1
             self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
@@ -181,44 +205,6 @@ class RemoteSession(Session):
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
-    def exec(
-        self,
-        command: str,
-        timeout_s: float = 30.0,
-        idle_timeout_s: float | None = None,
-        stdin: str | bytes = b"",
-    ) -> StepResult:
-        result: StepResult = self._remote_step("exec", command, timeout_s, idle_timeout_s, stdin)
-        return result
-
-    def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
-        result: CellResult = self._remote_step("run_cell", code, timeout_s)
-        return result
-
-    def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
-        self._remote("write_file", path, content, mode)
-
-    def read_file(self, path: str) -> bytes:
-        data: bytes = self._remote("read_file", path)
-        return data
-
-    def list_files(self, directory: str = ".") -> list[dict[str, Any]]:
-        entries: list[dict[str, Any]] = self._remote("list_files", directory)
-        return entries
-
-    def delete_file(self, path: str) -> None:
-        self._remote("delete_file", path)
-
-    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes:
-        data: bytes = self._remote("download_tar", directory, gzip)
-        return data
-
-    def upload_tar(self, data: bytes, directory: str = ".") -> None:
-        self._remote("upload_tar", data, directory)
-
-    def ping(self) -> None:
-        self._remote("ping")
-
     def fork(self, session_id: str | None = None) -> Session:
         """A new session on the same node with a copy of this one's workspace."""
         if self.end_reason is not None:
@@ -230,3 +216,10 @@ class RemoteSession(Session):
         child._bind(self.source, self.node, _value(answer))
         inherit(self, child)
         return child
+
+
+# What a session does in its sandbox (run a step, read or write a file...) the node's
+# session does: each method the agent takes calls for is forwarded, its signature the
+# Session's (so the type checker sees RemoteSession's as Session's, which they are).
+for _name in sorted(SESSION_METHODS):
+    setattr(RemoteSession, _name, _forwarded(getattr(Session, _name), _name in SESSION_STEPS))

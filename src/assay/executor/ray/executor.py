@@ -26,18 +26,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ... import defaults
 from ...errors import ConfigError, ValidationError
 from ...reward import RewardFn
-from ...scheduler import RuntimeEstimator, Task
-from ...scheduler.queue import Order
+from ...scheduler import Task
 from ...sessions.session import Session
-from ...telemetry import Metrics, RecordWriter
 from ...telemetry.metrics import NodeCapacity
 from .._jobs import Part
+from .._options import ExecutorOptions, with_defaults
 from ..backend import Backend
 from ..batch import BatchHandle
 from ..types import Outcome
@@ -68,7 +66,9 @@ class RayExecutor(Dispatching):
     node may hold beyond its slots. ``backend_factory`` builds each agent's backend (default:
     the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
     queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
-    otherwise). Node agents start on nodes that join and go with nodes that leave.
+    otherwise). Node agents start on nodes that join and go with nodes that leave. The
+    queue, cache, retry and record options are the local executor's
+    (:class:`~assay.executor._options.ExecutorOptions`), applied on the driver.
 
     Records and metrics are the driver's (one records target, one ``/metrics`` for the
     whole cluster). Agent sessions (``Session(ex)``, ``SessionManager(ex)``) are held by the
@@ -84,20 +84,12 @@ class RayExecutor(Dispatching):
         node_deaths: int = 2,
         backend_factory: Callable[[], Backend] | None = None,
         reward: RewardFn | None = None,
-        max_queued: int = defaults.EXECUTOR_MAX_QUEUED,
-        cache: bool = True,
-        cache_entries: int = defaults.EXECUTOR_CACHE_ENTRIES,
-        retries: int = defaults.EXECUTOR_RETRIES,
-        split: bool = True,
-        order: Order = "lpt",
-        records: str | Path | RecordWriter | None = None,
-        state_dir: str | Path | None = None,
-        estimator: RuntimeEstimator | None = None,
-        metrics: Metrics | None = None,
         wait_nodes_s: float = 60.0,
         autoscale: bool = True,
         init_kwargs: dict[str, Any] | None = None,
+        **options: Unpack[ExecutorOptions],
     ) -> None:
+        options = with_defaults(type(self).__name__, options)  # a misspelt name fails first
         try:
             import ray
         except ImportError:
@@ -140,20 +132,8 @@ class RayExecutor(Dispatching):
         self._actor_cls = ray.remote(**groups)(NodeAgent)
         #: Open sessions (their proxies), by id.
         self._sessions: dict[str, RemoteSession] = {}
-        super().__init__(
-            backend=self._driver_backend,
-            slots=1,  # the cluster's, set once the agents answer
-            max_queued=max_queued,
-            cache=cache,
-            cache_entries=cache_entries,
-            retries=retries,
-            split=split,
-            order=order,
-            records=records,
-            state_dir=state_dir,
-            estimator=estimator,
-            metrics=metrics,
-        )
+        # The cluster's slots are set once the agents answer.
+        super().__init__(backend=self._driver_backend, slots=1, **options)
         self.metrics.bind_nodes(self._node_capacity)
 
     def _node_capacity(self) -> list[NodeCapacity]:
