@@ -73,6 +73,75 @@ def _wipe(path: str) -> None:
             os.unlink(entry.path)
 
 
+class _Writable:
+    """Each run's /work, /tmp and /dev/shm: one fresh tmpfs of the run's ``disk_mb`` (as in
+    the default tier: the three share the run's disk budget, and a write past it fails with
+    ENOSPC), detached after the run, so nothing of one run is seen by the next.
+
+    Mounting needs the C library through ``ctypes``; an image whose Python lacks it gets the
+    container's fixed tmpfs mounts, wiped per run (``per_run`` False: the host refuses a
+    non-default ``disk_mb`` there)."""
+
+    RW = "/dev/.assay-rw"
+    DIRS = ((WORK, "work", 0o755), ("/tmp", "tmp", 0o1777), ("/dev/shm", "shm", 0o1777))
+    MS_NOSUID, MS_NODEV, MS_BIND, MNT_DETACH = 2, 4, 4096, 2
+
+    def __init__(self) -> None:
+        self.mounted = False
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            self.mount = libc.mount
+            self.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+            self.umount2 = libc.umount2
+            self.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+            self._errno = ctypes.get_errno
+            self.per_run = True
+        except (ImportError, OSError, AttributeError):
+            self.per_run = False
+
+    def _check(self, ret: int, what: str) -> None:
+        if ret != 0:
+            err = self._errno()
+            raise OSError(err, f"{what}: {os.strerror(err)}")
+
+    def fresh(self, disk_mb: int) -> None:
+        self.drop()
+        if not self.per_run:
+            for path, _name, _mode in self.DIRS:
+                _wipe(path)
+            os.chown(WORK, UID, UID)
+            os.chmod("/dev/shm", 0o1777)
+            return
+        os.makedirs(self.RW, exist_ok=True)
+        flags = self.MS_NOSUID | self.MS_NODEV
+        opts = f"size={int(disk_mb)}m,mode=755".encode()
+        self._check(self.mount(b"tmpfs", self.RW.encode(), b"tmpfs", flags, opts), "mount")
+        try:
+            for target, name, mode in self.DIRS:
+                path = f"{self.RW}/{name}"
+                os.mkdir(path)
+                os.chmod(path, mode)
+                if target == WORK:
+                    os.chown(path, UID, UID)
+                self._check(self.mount(path.encode(), target.encode(), None, self.MS_BIND, None), target)
+                self.mounted = True
+        finally:
+            self._check(self.umount2(self.RW.encode(), self.MNT_DETACH), "umount")
+
+    def drop(self) -> None:
+        """Detach the run's tmpfs (its content goes with the last reference), or wipe."""
+        if not self.per_run:
+            for path, _name, _mode in self.DIRS:
+                _wipe(path)
+            return
+        if self.mounted:
+            for target, _name, _mode in self.DIRS:
+                self.umount2(target.encode(), self.MNT_DETACH)  # one not mounted: EINVAL
+            self.mounted = False
+
+
 def _run_pids() -> list[int]:
     """The sandbox user's processes (the gVisor kernel's view)."""
     pids = []
@@ -224,12 +293,9 @@ def _collect(paths: list[str], budget: int) -> dict[str, Any]:
     return files
 
 
-def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
+def run(req: dict[str, Any], base_path: list[str], writable: _Writable) -> dict[str, Any]:
     lim = req["limits"]
-    for path in (WORK, "/tmp", "/dev/shm"):
-        _wipe(path)
-    os.chown(WORK, UID, UID)
-    os.chmod("/dev/shm", 0o1777)
+    writable.fresh(lim["disk_mb"])
     _write_files(req)
     stdin_fd = os.memfd_create("stdin", 0)
     os.write(stdin_fd, base64.b64decode(req["stdin"]))
@@ -291,7 +357,7 @@ def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
         if not reason:
             if cpu >= lim["time_s"]:
                 reason = "time"
-            elif peak > lim["memory_mb"] << 20:
+            elif lim["poll_memory"] and peak > lim["memory_mb"] << 20:
                 reason = "memory"
             elif now - started >= lim["wall_s"]:
                 reason = "wall"
@@ -337,8 +403,7 @@ def run(req: dict[str, Any], base_path: list[str]) -> dict[str, Any]:
     else:
         verdict = "runtime_error"
     files = _collect(req["collect"], lim["collect_bytes"])
-    for path in (WORK, "/tmp", "/dev/shm"):  # nothing of the run stays until the next one
-        _wipe(path)
+    writable.drop()  # nothing of the run stays until the next one
     return {
         "status": verdict,
         "exit_code": exit_code,
@@ -366,12 +431,15 @@ def main() -> None:
     pyrun.prebuild_streams()
     from importlib.util import MAGIC_NUMBER
 
+    writable = _Writable()
+
     _send(
         ctl_out,
         {
             "kind": "ready",
             "python": sys.version.split()[0],
             "bytecode_magic": MAGIC_NUMBER.hex(),
+            "per_run_disk": writable.per_run,
         },
     )
     while True:
@@ -380,7 +448,7 @@ def main() -> None:
         except EOFError:
             os._exit(0)
         try:
-            answer = run(req, base_path)
+            answer = run(req, base_path, writable)
         except BaseException as exc:
             answer = {"status": "sandbox_error", "error": f"{type(exc).__name__}: {exc}"}
             _kill_all()

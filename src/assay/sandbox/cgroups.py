@@ -79,6 +79,13 @@ class RunCgroup(Protocol):
 
     def peak_memory_bytes(self) -> int: ...
 
+    def usage_bytes(self) -> int:
+        """Memory charged to the cgroup now."""
+
+    @property
+    def peak_resets(self) -> bool:
+        """Whether ``zero`` resets the peak (v1 always; v2 from Linux 6.12)."""
+
     def oom_killed(self) -> bool: ...
 
     def kill_all(self) -> None: ...
@@ -190,6 +197,13 @@ class _V1Run:
 
     def peak_memory_bytes(self) -> int:
         return int(self.files.read(self._memsw_peak if self.memsw else self._peak, os.O_RDWR))
+
+    def usage_bytes(self) -> int:
+        return int(self.files.read(self._usage))
+
+    @property
+    def peak_resets(self) -> bool:
+        return True
 
     def oom_killed(self) -> bool:
         for line in self.files.read(self._oom).splitlines():
@@ -356,6 +370,13 @@ class _V2Run:
         if self._has_peak:
             return int(self.files.read(self._file("memory.peak"), self._peak_flags))
         return int(_read(self._file("memory.current")))
+
+    def usage_bytes(self) -> int:
+        return int(_read(self._file("memory.current")))
+
+    @property
+    def peak_resets(self) -> bool:
+        return self._peak_flags == os.O_RDWR
 
     def oom_killed(self) -> bool:
         for line in self.files.read(self._file("memory.events")).splitlines():

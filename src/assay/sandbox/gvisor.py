@@ -37,6 +37,7 @@ from ..errors import SandboxError
 from ..types import ExecResult
 from ._gvisor_wire import Stopped, recv, relay, send, server_program, wait_answer
 from ._run import RunRequest
+from .cgroups import CgroupBackend, CgroupLimits, detect
 from .config import SandboxConfig
 from .sandbox import validate_request
 
@@ -47,6 +48,22 @@ START_TIMEOUT_S = 30.0
 #: Seconds past a run's wall limit before the host gives up on the container.
 ANSWER_GRACE_S = 5.0
 _HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
+#: The sandbox's host cgroup while it starts (the Sentry, gofer and runsc themselves).
+START_LIMITS = CgroupLimits(memory_bytes=1 << 30, pids=4096)
+#: Host threads and stub processes of one sandbox (the program's own processes are capped
+#: inside by RLIMIT_NPROC).
+PIDS = 4096
+#: Host memory a run may add to its sandbox beyond its ``memory_mb`` (the Sentry's own
+#: bookkeeping for the run counts against the run, as kernel memory does in a cgroup).
+HOST_SLACK = 0
+#: Growth of a sandbox's host memory (over its fresh state) after which it is replaced.
+RETIRE_GROWTH = 64 << 20
+
+
+def _join(fds: list[int]) -> None:
+    """In the forked ``runsc run``, before exec: move into the sandbox's cgroup."""
+    for fd in fds:
+        os.write(fd, b"0")
 
 
 def runsc_path() -> str | None:
@@ -79,13 +96,29 @@ class _Container:
         os.makedirs(self.uds, mode=0o700)
         with open(os.path.join(self.bundle, "config.json"), "w") as fh:
             json.dump(owner.spec(self.bundle), fh)
-        self.proc = subprocess.Popen(
-            [*owner.runsc_argv(), "run", "--bundle", self.bundle, self.id],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        # The whole sandbox (runsc, its Sentry and gofer, every program's memory in the
+        # Sentry's memory file) lives in one host cgroup: each run's memory limit is set on
+        # it, so the host kernel enforces what a 10 ms poll inside cannot.
+        self.cg = owner.cgroups.create(START_LIMITS) if owner.cgroups is not None else None
+        join = self.cg.procs_fds() if self.cg is not None else []
+        try:
+            self.proc = subprocess.Popen(
+                [*owner.runsc_argv(), "run", "--bundle", self.bundle, self.id],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=join,
+                preexec_fn=(lambda: _join(join)) if join else None,
+            )
+        except BaseException:
+            if self.cg is not None:
+                self.cg.destroy()
+            raise
+        finally:
+            for fd in join:
+                os.close(fd)
+        self.dead = False
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
@@ -94,6 +127,9 @@ class _Container:
             self.destroy()
             raise SandboxError(f"gVisor sandbox did not start: {err or 'no answer'}")
         self.info = ready
+        #: What the started sandbox holds on the host; a container that has grown past it
+        #: by more than ``RETIRE_GROWTH`` after a run is replaced.
+        self.base = self.cg.usage_bytes() if self.cg is not None else 0
 
     def _stderr(self) -> str:
         if self.proc.poll() is None or self.proc.stderr is None:
@@ -113,13 +149,28 @@ class _Container:
                 "time_s": lim.time_s,
                 "wall_s": lim.effective_wall_s,
                 "memory_mb": lim.memory_mb,
+                # The host cgroup enforces memory where there is one (a summed RSS would
+                # count pages that forked processes share once per process).
+                "poll_memory": self.cg is None,
                 "processes": lim.processes,
                 "output_bytes": lim.output_bytes,
                 "file_bytes": lim.file_bytes,
-                "collect_bytes": defaults.DEFAULT_DISK_MB << 20,
+                "disk_mb": lim.disk_mb,
+                "collect_bytes": lim.disk_mb << 20,
             },
         }
+        if lim.disk_mb != defaults.DEFAULT_DISK_MB and not self.info.get("per_run_disk"):
+            raise SandboxError(
+                "limits.disk_mb: this image's Python has no ctypes, so the gVisor tier cannot "
+                f"mount a run's own {lim.disk_mb} MB tmpfs (only the default "
+                f"{defaults.DEFAULT_DISK_MB} MB)"
+            )
         self.runs += 1
+        run_base = 0
+        if self.cg is not None:
+            run_base = self.cg.usage_bytes()
+            budget = run_base + (lim.memory_mb << 20) + HOST_SLACK
+            self.cg.arm(CgroupLimits(memory_bytes=budget, pids=PIDS), zero=True)
         started = time.monotonic()
         listeners = []
         for i in range(len(req.pass_fds)):
@@ -158,6 +209,16 @@ class _Container:
         answer = recv(self.rfd, deadline)
         for pump in relays:
             pump.join(timeout=5)
+        if answer is None and self.cg is not None and self.cg.oom_killed():
+            # The host kernel stopped the run at its memory limit: the sandbox went with it.
+            self.dead = True
+            return ExecResult(
+                status="memory_limit",
+                signal=9,
+                cpu_s=self.cg.cpu_seconds(),  # the Sentry's work for the run included
+                wall_s=time.monotonic() - started,
+                peak_memory_bytes=self._peak(0, run_base),
+            )
         if answer is None:
             raise SandboxError(f"gVisor sandbox gave no answer {self._stderr()}".strip())
         if answer.get("status") == "sandbox_error":
@@ -172,10 +233,17 @@ class _Container:
             stderr_truncated=answer["stderr_truncated"],
             cpu_s=answer["cpu_s"],
             wall_s=answer["wall_s"],
-            peak_memory_bytes=answer["peak_memory_bytes"],
+            peak_memory_bytes=self._peak(answer["peak_memory_bytes"], run_base),
             leftover_processes=answer["leftover_processes"],
             files={k: base64.b64decode(v) for k, v in answer["files"].items()},
         )
+
+    def _peak(self, polled: int, run_base: int) -> int:
+        """What the run added to the sandbox's host memory at its peak (as the default
+        tier's cgroup counts a run), else the peak resident memory polled inside."""
+        if self.cg is None or not self.cg.peak_resets:
+            return polled
+        return max(0, self.cg.peak_memory_bytes() - run_base)
 
     def destroy(self) -> None:
         subprocess.run(
@@ -197,6 +265,16 @@ class _Container:
                 except OSError:
                     pass
         shutil.rmtree(self.bundle, ignore_errors=True)
+        if self.cg is not None:
+            self.cg.kill_all()
+            self.cg.destroy()
+
+    def reusable(self) -> bool:
+        """Fewer than ``MAX_RUNS`` runs, alive, and not grown on the host (the Sentry keeps
+        some freed memory: a run's budget is counted from what it holds at the start)."""
+        if self.dead or self.runs >= MAX_RUNS or self.proc.poll() is not None:
+            return False
+        return self.cg is None or self.cg.usage_bytes() <= self.base + RETIRE_GROWTH
 
 
 class GVisorSandbox:
@@ -215,6 +293,10 @@ class GVisorSandbox:
         os.makedirs(self.state, exist_ok=True)
         os.chmod(self.state, 0o700)
         self.insecure = False
+        #: None where this host gives us no cgroups: memory is then only polled inside.
+        self.cgroups: CgroupBackend | None = detect(self.config.cgroup_root)
+        if self.cgroups is not None:
+            self.cgroups.reclaim_stale()
         self.pool_size = pool_size if pool_size is not None else 2
         self._lock = threading.Lock()
         self._idle: collections.deque[_Container] = collections.deque()
@@ -303,8 +385,10 @@ class GVisorSandbox:
                             "options": ["rbind", "ro", "nosuid", "nodev"],
                         }
                     )
-        # The exec server's (root in gVisor's kernel); the program drops them all.
+        # The exec server's (root in gVisor's kernel: CAP_SYS_ADMIN mounts each run's tmpfs
+        # there, not on the host); the program drops them all.
         caps = [
+            "CAP_SYS_ADMIN",
             "CAP_SETUID",
             "CAP_SETGID",
             "CAP_CHOWN",
@@ -371,7 +455,8 @@ class GVisorSandbox:
 
     def _give_back(self, container: _Container) -> None:
         with self._lock:
-            if not self._closed and container.runs < MAX_RUNS and len(self._idle) < self.pool_size:
+            keep = not self._closed and len(self._idle) < self.pool_size
+            if keep and container.reusable():
                 self._idle.append(container)
                 return
         self._destroy_later(container)
@@ -447,6 +532,8 @@ class GVisorSandbox:
                     break
             time.sleep(0.02)
         shutil.rmtree(self.state, ignore_errors=True)
+        if self.cgroups is not None:
+            self.cgroups.close()
 
     def __enter__(self) -> GVisorSandbox:
         return self
