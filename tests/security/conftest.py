@@ -26,6 +26,7 @@ from assay.sandbox._zygote import ZYGOTE_MARK
 from assay.sandbox.config import is_sandbox_uid
 
 SANDBOX_UID = defaults.SANDBOX_UID
+
 #: Fork servers are recognised by their command line: this Assay's, and an older one's (a
 #: fork server of another checkout on the same host is someone else's pool).
 _ZYGOTE_MARKS = (ZYGOTE_MARK, "from _inside import zygote")
@@ -219,3 +220,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for prefix, tool in _IMAGE_TOOLCHAINS.items():
             if item.path.name.startswith(prefix) and not os.path.lexists(os.path.join(root, tool)):
                 item.add_marker(pytest.mark.skip(reason=f"the image has no /{tool}"))
+
+
+@pytest.fixture(scope="session")
+def gvisor() -> bool:
+    """Whether this run of the suite attacks the hardened tier (``ASSAY_ISOLATION=gvisor``):
+    the program's system calls are served by gVisor's kernel, so a few mechanisms differ
+    while the claim holds (each test that allows for it says how)."""
+    return os.environ.get("ASSAY_ISOLATION") == "gvisor"

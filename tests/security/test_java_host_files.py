@@ -66,7 +66,7 @@ def canary() -> Iterator[tuple[str, str]]:
             os.unlink(path)
 
 
-def test_java_cannot_read_host_files(runner, canary: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_java_cannot_read_host_files(runner, canary: tuple[str, str], gvisor: bool) -> None:  # type: ignore[no-untyped-def]
     targets = [
         "/etc/shadow",
         "/root",
@@ -83,5 +83,14 @@ def test_java_cannot_read_host_files(runner, canary: tuple[str, str]) -> None:  
     lines = result.stdout.decode().splitlines()
     assert len(lines) == len(targets), lines
     leaked = [line for line in lines if not line.startswith("DENIED ")]
+    if gvisor:
+        # PID 1 there is the sandbox's own exec server inside gVisor (not a host process),
+        # whose environment is empty but for the locale Python sets (test_host_file_reads
+        # checks its content); gVisor lets any user read it.
+        leaked = [
+            x
+            for x in leaked
+            if not (x.startswith("READ /proc/1/environ ") and int(x.split()[-1]) <= 32)
+        ]
     assert leaked == [], f"host files were readable: {leaked}"
     assert canary[1] not in result.stdout.decode() + result.stderr.decode()

@@ -23,7 +23,7 @@ BLOCKERS = {
 }
 
 
-def test_blocked_programs_hit_the_wall_backstop(runner) -> None:  # type: ignore[no-untyped-def]
+def test_blocked_programs_hit_the_wall_backstop(runner, gvisor: bool) -> None:  # type: ignore[no-untyped-def]
     default_backstop = Limits(time_s=0.5)
     assert default_backstop.effective_wall_s == 2.5
     cases = [(name, code, default_backstop) for name, code in BLOCKERS.items()]
@@ -44,4 +44,7 @@ def test_blocked_programs_hit_the_wall_backstop(runner) -> None:  # type: ignore
         assert result.status == "time_limit", (name, result.status, result.stderr[-2000:])
         assert result.cpu_s < limits.time_s, (name, result.cpu_s)
         assert backstop - 0.05 <= result.wall_s <= backstop + 1.0, (name, result.wall_s)
-        assert elapsed <= backstop + 1.5, (name, elapsed)
+        # Under gVisor the runs past its warm pool (2 sandboxes) first wait for a sandbox to
+        # start (about a second, more when several start at once); wall_s above is the
+        # backstop itself.
+        assert elapsed <= backstop + (4.5 if gvisor else 1.5), (name, elapsed)

@@ -19,6 +19,7 @@ from ._zygote import readable
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYRUN = os.path.join(_HERE, "_inside", "pyrun.py")
 _SERVER = os.path.join(_HERE, "_gvserver.py")
+_KERNEL = os.path.join(_HERE, "_gvkernel.py")
 
 
 def server_program() -> str:
@@ -27,13 +28,17 @@ def server_program() -> str:
         pyrun = fh.read()
     with open(_SERVER, encoding="utf-8") as fh:
         server = fh.read()
+    with open(_KERNEL, encoding="utf-8") as fh:
+        kernel = fh.read()
     return (
         "# assay gVisor server\nimport types as _types\n"
         "pyrun = _types.ModuleType('pyrun')\n"
-        f"exec(compile({pyrun!r}, '/assay/pyrun.py', 'exec'), pyrun.__dict__)\n"
+        f"exec(compile({pyrun!r}, '<assay-gvisor-pyrun>', 'exec'), pyrun.__dict__)\n"
+        "gvkernel = _types.ModuleType('gvkernel')\n"
+        f"exec(compile({kernel!r}, '<assay-gvisor-kernel>', 'exec'), gvkernel.__dict__)\n"
         "server = _types.ModuleType('server')\n"
-        f"exec(compile({server!r}, '/assay/server.py', 'exec'), server.__dict__)\n"
-        "server.pyrun = pyrun\nserver.main()\n"
+        f"exec(compile({server!r}, '<assay-gvisor-server>', 'exec'), server.__dict__)\n"
+        "server.pyrun = pyrun\nserver.gvkernel = gvkernel\nserver.main()\n"
     )
 
 
@@ -105,25 +110,46 @@ def send(fd: int, msg: dict[str, Any]) -> None:
         view = view[os.write(fd, view) :]
 
 
+def recv_bytes(fd: int, n: int, deadline: float) -> bytes | None:
+    """Exactly ``n`` bytes from ``fd`` (never more: raw bytes follow some messages), or None
+    at EOF or the deadline."""
+    buf = bytearray()
+    while len(buf) < n:
+        if not readable(fd, max(0.0, deadline - time.monotonic())):
+            return None
+        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def send_bytes(fd: int, data: bytes, deadline: float) -> bool:
+    """Write all of ``data`` (False if the reader is gone or the deadline passes)."""
+    view = memoryview(data)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while view:
+        left = deadline - time.monotonic()
+        if left <= 0 or not poller.poll(int(left * 1000) + 1):
+            return False
+        try:
+            view = view[os.write(fd, view[: 1 << 20]) :]
+        except OSError:
+            return False
+    return True
+
+
 def recv(fd: int, deadline: float) -> dict[str, Any] | None:
-    buf = b""
-    need = 4
-    length: int | None = None
-    while True:
-        while len(buf) < need:
-            if not readable(fd, max(0.0, deadline - time.monotonic())):
-                return None
-            chunk = os.read(fd, max(need - len(buf), 1 << 16))
-            if not chunk:
-                return None
-            buf += chunk
-        if length is None:
-            (length,) = struct.unpack("<I", buf[:4])
-            buf = buf[4:]
-            need = length
-            continue
-        answer: dict[str, Any] = json.loads(buf[:length])
-        return answer
+    head = recv_bytes(fd, 4, deadline)
+    if head is None:
+        return None
+    (length,) = struct.unpack("<I", head)
+    body = recv_bytes(fd, length, deadline)
+    if body is None:
+        return None
+    answer: dict[str, Any] = json.loads(body)
+    return answer
 
 
 class Stopped(Exception):

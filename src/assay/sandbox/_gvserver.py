@@ -17,7 +17,6 @@ kills the whole container if an answer does not come in time.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import resource
@@ -29,8 +28,10 @@ import sys
 import time
 from typing import Any
 
-#: ``_inside/pyrun`` as a module, set by the loader (``gvisor.server_program``).
+#: ``_inside/pyrun`` and ``_gvkernel`` as modules, set by the loader
+#: (``gvisor.server_program``).
 pyrun: Any = None
+gvkernel: Any = None
 UID = 65534
 WORK = "/work"
 #: Where the host's relay sockets for a run's extra fds appear (a bind of the bundle's dir).
@@ -73,86 +74,10 @@ def _wipe(path: str) -> None:
             os.unlink(entry.path)
 
 
-class _Writable:
-    """Each run's /work, /tmp and /dev/shm: one fresh tmpfs of the run's ``disk_mb`` (as in
-    the default tier: the three share the run's disk budget, and a write past it fails with
-    ENOSPC), detached after the run, so nothing of one run is seen by the next.
-
-    Mounting needs the C library through ``ctypes``; an image whose Python lacks it gets the
-    container's fixed tmpfs mounts, wiped per run (``per_run`` False: the host refuses a
-    non-default ``disk_mb`` there)."""
-
-    RW = "/dev/.assay-rw"
-    DIRS = ((WORK, "work", 0o755), ("/tmp", "tmp", 0o1777), ("/dev/shm", "shm", 0o1777))
-    MS_NOSUID, MS_NODEV, MS_BIND, MNT_DETACH = 2, 4, 4096, 2
-
-    def __init__(self) -> None:
-        self.mounted = False
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            self.mount = libc.mount
-            self.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
-            self.umount2 = libc.umount2
-            self.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-            self._errno = ctypes.get_errno
-            self.per_run = True
-        except (ImportError, OSError, AttributeError):
-            self.per_run = False
-
-    def _check(self, ret: int, what: str) -> None:
-        if ret != 0:
-            err = self._errno()
-            raise OSError(err, f"{what}: {os.strerror(err)}")
-
-    def fresh(self, disk_mb: int) -> None:
-        self.drop()
-        if not self.per_run:
-            for path, _name, _mode in self.DIRS:
-                _wipe(path)
-            os.chown(WORK, UID, UID)
-            os.chmod("/dev/shm", 0o1777)
-            return
-        os.makedirs(self.RW, exist_ok=True)
-        flags = self.MS_NOSUID | self.MS_NODEV
-        opts = f"size={int(disk_mb)}m,mode=755".encode()
-        self._check(self.mount(b"tmpfs", self.RW.encode(), b"tmpfs", flags, opts), "mount")
-        try:
-            for target, name, mode in self.DIRS:
-                path = f"{self.RW}/{name}"
-                os.mkdir(path)
-                os.chmod(path, mode)
-                if target == WORK:
-                    os.chown(path, UID, UID)
-                self._check(self.mount(path.encode(), target.encode(), None, self.MS_BIND, None), target)
-                self.mounted = True
-        finally:
-            self._check(self.umount2(self.RW.encode(), self.MNT_DETACH), "umount")
-
-    def drop(self) -> None:
-        """Detach the run's tmpfs (its content goes with the last reference), or wipe."""
-        if not self.per_run:
-            for path, _name, _mode in self.DIRS:
-                _wipe(path)
-            return
-        if self.mounted:
-            for target, _name, _mode in self.DIRS:
-                self.umount2(target.encode(), self.MNT_DETACH)  # one not mounted: EINVAL
-            self.mounted = False
-
-
 def _run_pids() -> list[int]:
-    """The sandbox user's processes (the gVisor kernel's view)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat("/proc/" + name).st_uid == UID:
-                    pids.append(int(name))
-            except OSError:
-                pass
-    return pids
+    """The run's processes (the gVisor kernel's view): every process but this server (PID
+    1), whatever it did to its /proc entry (a non-dumpable process's is owned by root)."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and name != "1"]
 
 
 def _usage(pids: list[int]) -> tuple[float, int]:
@@ -232,9 +157,11 @@ def _child(
         # far more than they touch; their resident memory is what is polled.
         mem = (lim["memory_mb"] << 20) + (64 << 20)
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    gvkernel.kernel.confine_root()
     os.setgroups([])
     os.setgid(UID)
     os.setuid(UID)
+    gvkernel.kernel.confine_user()
     os.chdir(WORK)
     for name in os.listdir("/proc/self/fd"):  # not closerange: a syscall per fd number
         if int(name) > 2 + len(extra):
@@ -242,6 +169,10 @@ def _child(
                 os.close(int(name))
             except OSError:
                 pass
+    if req["mode"] != "python":
+        # This interpreter ignores these; an executable starts with the usual defaults.
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
     env = req["env"]
     os.environ.clear()
     os.environ.update(env)
@@ -255,51 +186,97 @@ def _child(
     os._exit(127)
 
 
-def _write_files(req: dict[str, Any]) -> None:
-    for rel, data, mode in req["files"]:
+def _copy(src: int, dst: int, n: int) -> OSError | None:
+    """Move ``n`` bytes from ``src`` to ``dst`` in chunks (never a whole file in memory);
+    after a failed write the rest is still read, so the stream stays in step."""
+    error = None
+    while n:
+        chunk = os.read(src, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        n -= len(chunk)
+        view = memoryview(chunk)
+        while view and error is None:
+            try:
+                view = view[os.write(dst, view) :]
+            except OSError as exc:
+                error = exc
+    return error
+
+
+def _stage(req: dict[str, Any], ctl_in: int) -> int:
+    """Write the run's files (their bytes follow the request on ``ctl_in``, in order, then
+    stdin's) and return stdin as a memfd."""
+    error = None
+    for rel, size, mode in req["files"]:
         path = os.path.join(WORK, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & 0o777)
         try:
-            os.write(fd, base64.b64decode(data))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(path, flags, mode & 0o777)
             os.fchown(fd, UID, UID)
+        except OSError as exc:
+            error, fd = error or exc, os.open("/dev/null", os.O_WRONLY)
+        try:
+            error = _copy(ctl_in, fd, size) or error
         finally:
             os.close(fd)
+    stdin_fd = os.memfd_create("stdin", 0)
+    error = _copy(ctl_in, stdin_fd, req["stdin_size"]) or error
+    os.lseek(stdin_fd, 0, 0)
+    if error is not None:
+        os.close(stdin_fd)
+        raise error
     for dirpath, dirnames, _files in os.walk(WORK):
         for name in dirnames:
             os.chown(os.path.join(dirpath, name), UID, UID)
+    return stdin_fd
 
 
-def _collect(paths: list[str], budget: int) -> dict[str, Any]:
-    files = {}
+def _collect(paths: list[str], budget: int) -> list[tuple[str, int, int]]:
+    """``(path, fd, size)`` of each regular file to return (sent after the answer)."""
+    files = []
     for rel in paths:
         try:
             fd = os.open(os.path.join(WORK, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             continue
-        try:
-            st = os.fstat(fd)
-            if st.st_mode & 0o170000 != 0o100000 or st.st_size > budget:
-                continue
-            if os.path.realpath(os.path.join(WORK, rel)) != os.path.join(
-                WORK, os.path.normpath(rel)
-            ):
-                continue  # a directory of the path was a symlink
-            data = os.read(fd, st.st_size)
-            budget -= len(data)
-            files[rel] = base64.b64encode(data).decode()
-        finally:
+        st = os.fstat(fd)
+        real = os.path.realpath(os.path.join(WORK, rel))
+        if (
+            st.st_mode & 0o170000 != 0o100000
+            or st.st_size > budget
+            or real != os.path.join(WORK, os.path.normpath(rel))  # through a symlinked dir
+        ):
             os.close(fd)
+            continue
+        budget -= st.st_size
+        files.append((rel, fd, st.st_size))
     return files
 
 
-def run(req: dict[str, Any], base_path: list[str], writable: _Writable) -> dict[str, Any]:
+def _send_blobs(fd: int, blobs: list[tuple[int, int]]) -> None:
+    """The bytes of each ``(fd, size)``, in order, after an answer; ``fd`` is closed."""
+    for src, size in blobs:
+        try:
+            while size:
+                chunk = os.read(src, min(size, 1 << 20))
+                chunk = chunk or bytes(size)  # a file shrunk since: the size was promised
+                size -= len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+        finally:
+            os.close(src)
+
+
+def run(
+    req: dict[str, Any], base_path: list[str], writable: Any, ctl_in: int, ctl_out: int
+) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+    """Run one request; the answer, and the ``(fd, size)`` blobs that follow it."""
     lim = req["limits"]
     writable.fresh(lim["disk_mb"])
-    _write_files(req)
-    stdin_fd = os.memfd_create("stdin", 0)
-    os.write(stdin_fd, base64.b64decode(req["stdin"]))
-    os.lseek(stdin_fd, 0, 0)
+    stdin_fd = _stage(req, ctl_in)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     extra = []
@@ -307,6 +284,7 @@ def run(req: dict[str, Any], base_path: list[str], writable: _Writable) -> dict[
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(f"{UDS}/fd{i}.sock")
         extra.append(s.detach())
+    _send(ctl_out, {"kind": "staged"})  # the host's memory verdicts tell set-up from run
     cpu0 = _children_cpu()
     started = time.monotonic()
     pid = os.fork()
@@ -369,8 +347,9 @@ def run(req: dict[str, Any], base_path: list[str], writable: _Writable) -> dict[
                 except ChildProcessError:
                     status = signal.SIGKILL
             break
-        if done or (status is not None and not live and not ready):
-            # Gone, or a pipe is still held open: only by a leftover of the run.
+        if status is not None:
+            # The program is done: what it left running is killed and counted below, as
+            # the default tier's init ends a run when its program exits.
             break
         interval = min(interval * 2, POLL_S)
     leftovers = len(_run_pids())
@@ -403,21 +382,30 @@ def run(req: dict[str, Any], base_path: list[str], writable: _Writable) -> dict[
     else:
         verdict = "runtime_error"
     files = _collect(req["collect"], lim["collect_bytes"])
-    writable.drop()  # nothing of the run stays until the next one
-    return {
+    blobs = []
+    for out in (out_r, err_r):
+        fd = os.memfd_create("out", 0)
+        rest = memoryview(bufs[out])
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+        os.lseek(fd, 0, 0)
+        blobs.append((fd, len(bufs[out])))
+    blobs += [(fd, size) for _rel, fd, size in files]
+    answer = {
         "status": verdict,
         "exit_code": exit_code,
         "signal": sig,
-        "stdout": base64.b64encode(bytes(bufs[out_r])).decode(),
-        "stderr": base64.b64encode(bytes(bufs[err_r])).decode(),
+        "stdout": len(bufs[out_r]),
+        "stderr": len(bufs[err_r]),
         "stdout_truncated": truncated[out_r],
         "stderr_truncated": truncated[err_r],
         "cpu_s": round(cpu, 6),
         "wall_s": round(wall, 6),
         "peak_memory_bytes": int(peak),
         "leftover_processes": leftovers,
-        "files": files,
+        "files": [[rel, size] for rel, _fd, size in files],
     }
+    return answer, blobs
 
 
 def main() -> None:
@@ -431,7 +419,12 @@ def main() -> None:
     pyrun.prebuild_streams()
     from importlib.util import MAGIC_NUMBER
 
-    writable = _Writable()
+    # The host's first message: the seccomp filter (not in the environment: PID 1's
+    # /proc/1/environ is readable by the programs under gVisor, and stays empty).
+    setup = _recv(ctl_in)
+    kernel = gvkernel.kernel = gvkernel.Kernel(setup["seccomp"])
+    kernel.prctl(gvkernel.PR_SET_DUMPABLE, 0)  # no program reads this process's /proc files
+    writable = gvkernel.Writable(kernel)
 
     _send(
         ctl_out,
@@ -439,7 +432,6 @@ def main() -> None:
             "kind": "ready",
             "python": sys.version.split()[0],
             "bytecode_magic": MAGIC_NUMBER.hex(),
-            "per_run_disk": writable.per_run,
         },
     )
     while True:
@@ -447,9 +439,12 @@ def main() -> None:
             req = _recv(ctl_in)
         except EOFError:
             os._exit(0)
+        blobs: list[tuple[int, int]] = []
         try:
-            answer = run(req, base_path, writable)
+            answer, blobs = run(req, base_path, writable, ctl_in, ctl_out)
         except BaseException as exc:
             answer = {"status": "sandbox_error", "error": f"{type(exc).__name__}: {exc}"}
             _kill_all()
         _send(ctl_out, answer)
+        _send_blobs(ctl_out, blobs)
+        writable.drop()  # nothing of the run stays until the next one

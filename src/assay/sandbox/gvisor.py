@@ -35,7 +35,16 @@ from typing import Any
 from .. import defaults
 from ..errors import SandboxError
 from ..types import ExecResult
-from ._gvisor_wire import Stopped, recv, relay, send, server_program, wait_answer
+from ._gvisor_wire import (
+    Stopped,
+    recv,
+    recv_bytes,
+    relay,
+    send,
+    send_bytes,
+    server_program,
+    wait_answer,
+)
 from ._run import RunRequest
 from .cgroups import CgroupBackend, CgroupLimits, detect
 from .config import SandboxConfig
@@ -58,6 +67,17 @@ PIDS = 4096
 HOST_SLACK = 0
 #: Growth of a sandbox's host memory (over its fresh state) after which it is replaced.
 RETIRE_GROWTH = 64 << 20
+
+
+def _seccomp_program() -> str:
+    """The default tier's seccomp filter (compiled here with the host's libseccomp), which
+    the exec server loads into every program: the same calls refused, the same errors."""
+    from ._inside import seccomp
+
+    try:
+        return base64.b64encode(seccomp.build().bpf).decode()
+    except seccomp.SeccompUnavailable as exc:
+        raise SandboxError(f"cannot compile the seccomp filter for the gVisor tier: {exc}") from exc
 
 
 def _join(fds: list[int]) -> None:
@@ -121,6 +141,8 @@ class _Container:
         self.dead = False
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        with contextlib.suppress(OSError):  # a sandbox that died says why just below
+            send(self.wfd, {"kind": "setup", "seccomp": owner.seccomp})
         ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
         if ready is None or ready.get("kind") != "ready":
             err = self._stderr()
@@ -141,8 +163,9 @@ class _Container:
         msg: dict[str, Any] = {
             "mode": req.mode,
             "argv": list(req.argv),
-            "files": [[p, base64.b64encode(c).decode(), m] for p, c, m in req.files],
-            "stdin": base64.b64encode(req.stdin).decode(),
+            # The bytes follow the message, files then stdin, as they are (no copy in JSON).
+            "files": [[p, len(c), m] for p, c, m in req.files],
+            "stdin_size": len(req.stdin),
             "env": dict(req.env),
             "collect": list(req.collect),
             "limits": {
@@ -159,12 +182,6 @@ class _Container:
                 "collect_bytes": lim.disk_mb << 20,
             },
         }
-        if lim.disk_mb != defaults.DEFAULT_DISK_MB and not self.info.get("per_run_disk"):
-            raise SandboxError(
-                "limits.disk_mb: this image's Python has no ctypes, so the gVisor tier cannot "
-                f"mount a run's own {lim.disk_mb} MB tmpfs (only the default "
-                f"{defaults.DEFAULT_DISK_MB} MB)"
-            )
         self.runs += 1
         run_base = 0
         if self.cg is not None:
@@ -183,8 +200,14 @@ class _Container:
             listeners.append(listener)
         msg["pass_fds"] = len(listeners)
         relays: list[threading.Thread] = []
+        deadline = started + lim.effective_wall_s + ANSWER_GRACE_S
         try:
             send(self.wfd, msg)
+            for blob in [*(c for _p, c, _m in req.files), req.stdin]:
+                if not send_bytes(self.wfd, blob, deadline):
+                    if self._out_of_memory():
+                        return self._files_too_big(started)
+                    raise SandboxError("gVisor sandbox stopped reading the run's files")
             for listener, fd in zip(listeners, req.pass_fds, strict=True):
                 listener.settimeout(START_TIMEOUT_S)
                 conn, _ = listener.accept()
@@ -201,17 +224,21 @@ class _Container:
             for fd in req.pass_fds[len(relays) :]:  # never handed to a relay
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        deadline = started + lim.effective_wall_s + ANSWER_GRACE_S
-        if req.stop_fd >= 0:
-            if not wait_answer(self.rfd, req.stop_fd, deadline):
-                # Stopped by the caller: the whole sandbox goes, as a killed program.
-                raise Stopped
-        answer = recv(self.rfd, deadline)
+        staged = recv(self.rfd, deadline)
+        if staged is None and self._out_of_memory():
+            return self._files_too_big(started)
+        if staged is None or staged.get("kind") != "staged":  # the server's error instead
+            answer = staged
+        elif req.stop_fd >= 0 and not wait_answer(self.rfd, req.stop_fd, deadline):
+            # Stopped by the caller: the whole sandbox goes, as a killed program.
+            raise Stopped
+        else:
+            answer = recv(self.rfd, deadline)
         for pump in relays:
             pump.join(timeout=5)
-        if answer is None and self.cg is not None and self.cg.oom_killed():
+        if answer is None and self._out_of_memory():
             # The host kernel stopped the run at its memory limit: the sandbox went with it.
-            self.dead = True
+            assert self.cg is not None
             return ExecResult(
                 status="memory_limit",
                 signal=9,
@@ -223,19 +250,39 @@ class _Container:
             raise SandboxError(f"gVisor sandbox gave no answer {self._stderr()}".strip())
         if answer.get("status") == "sandbox_error":
             raise SandboxError(f"gVisor exec server: {answer.get('error')}")
+        sizes = [answer["stdout"], answer["stderr"], *(n for _rel, n in answer["files"])]
+        blobs = [recv_bytes(self.rfd, n, deadline) for n in sizes]
+        if any(b is None for b in blobs):
+            raise SandboxError("gVisor sandbox cut its answer short")
+        stdout, stderr, *contents = (b or b"" for b in blobs)
         return ExecResult(
             status=answer["status"],
             exit_code=answer["exit_code"],
             signal=answer["signal"],
-            stdout=base64.b64decode(answer["stdout"]),
-            stderr=base64.b64decode(answer["stderr"]),
+            stdout=stdout,
+            stderr=stderr,
             stdout_truncated=answer["stdout_truncated"],
             stderr_truncated=answer["stderr_truncated"],
             cpu_s=answer["cpu_s"],
             wall_s=answer["wall_s"],
             peak_memory_bytes=self._peak(answer["peak_memory_bytes"], run_base),
             leftover_processes=answer["leftover_processes"],
-            files={k: base64.b64decode(v) for k, v in answer["files"].items()},
+            files={rel: data for (rel, _n), data in zip(answer["files"], contents, strict=True)},
+        )
+
+    def _out_of_memory(self) -> bool:
+        """Whether the host kernel OOM-killed this sandbox (which is then gone)."""
+        if self.cg is not None and self.cg.oom_killed():
+            self.dead = True
+        return self.dead
+
+    def _files_too_big(self, started: float) -> ExecResult:
+        """The run's input files did not fit its memory (as the default tier says it)."""
+        return ExecResult(
+            status="memory_limit",
+            signal=9,
+            stderr=b"assay: the input files do not fit the run's memory limit\n",
+            wall_s=time.monotonic() - started,
         )
 
     def _peak(self, polled: int, run_base: int) -> int:
@@ -305,6 +352,7 @@ class GVisorSandbox:
         self._info: dict[str, Any] = {}
         self._ids = itertools.count()
         self._skeleton = self._make_skeleton()
+        self.seccomp = _seccomp_program() if self.config.seccomp else ""
 
     # -- the container ------------------------------------------------------------------
     def runsc_argv(self) -> list[str]:
@@ -389,6 +437,7 @@ class GVisorSandbox:
         # there, not on the host); the program drops them all.
         caps = [
             "CAP_SYS_ADMIN",
+            "CAP_SETPCAP",  # to empty the program's bounding set
             "CAP_SETUID",
             "CAP_SETGID",
             "CAP_CHOWN",
@@ -401,7 +450,7 @@ class GVisorSandbox:
             "process": {
                 "user": {"uid": 0, "gid": 0},
                 "args": [self.config.python, "-I", "-c", server_program()],
-                "env": [f"{k}={v}" for k, v in defaults.SANDBOX_ENV.items()],
+                "env": [],  # each run gets its own; /proc/1/environ shows nothing
                 "cwd": "/",
                 "terminal": False,
                 "noNewPrivileges": True,
