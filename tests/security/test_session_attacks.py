@@ -8,17 +8,9 @@ session with small limits; afterwards the host has no process of it left.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from assay.sessions import Session, SessionEnded, SessionLimits, SessionRefused
-
-# Sessions (and the verification of their workspaces) run on the default tier only: a
-# session on a gVisor runner is refused (tests/sessions/test_session.py checks how).
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ASSAY_ISOLATION") == "gvisor", reason="sessions run on the default tier"
-)
 
 LIMITS = SessionLimits(cpu_s=30, memory_mb=128, processes=24, disk_mb=16, output_bytes=4096)
 

@@ -18,12 +18,6 @@ import pytest
 
 from assay.sessions import Session, SessionEnded, SessionLimits
 
-# Sessions (and the verification of their workspaces) run on the default tier only: a
-# session on a gVisor runner is refused (tests/sessions/test_session.py checks how).
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ASSAY_ISOLATION") == "gvisor", reason="sessions run on the default tier"
-)
-
 LIMITS = SessionLimits(cpu_s=30, memory_mb=128, processes=32, disk_mb=16)
 
 

@@ -9,7 +9,6 @@ count that test as failed. Every trick runs against a task whose hidden tests ne
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -17,12 +16,6 @@ import pytest
 from assay import Runner
 from assay.sessions import Session
 from assay.tasks import AgentTask
-
-# Sessions (and the verification of their workspaces) run on the default tier only: a
-# session on a gVisor runner is refused (tests/sessions/test_session.py checks how).
-pytestmark = pytest.mark.skipif(
-    os.environ.get("ASSAY_ISOLATION") == "gvisor", reason="sessions run on the default tier"
-)
 
 BROKEN = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 PLAIN = (

@@ -233,16 +233,3 @@ def test_per_step_cpu_and_memory_limits(open_session) -> None:  # type: ignore[n
     assert s.exec("echo usable").stdout == b"usable\n"
     with pytest.raises(ValidationError, match="step_memory_mb"):
         SessionLimits(step_memory_mb=1)
-
-
-def test_a_session_on_a_gvisor_runner_is_refused_naming_the_tier() -> None:
-    from assay import Runner, SandboxConfig, Session
-    from assay.sandbox import gvisor
-
-    ok, why = gvisor.available()
-    if not ok:
-        pytest.skip(f"gVisor tier unavailable ({why}): apt-get install runsc, as root")
-    with Runner(config=SandboxConfig(isolation="gvisor")) as runner:
-        with pytest.raises(ValidationError, match="isolation") as info:
-            Session(runner)
-        assert "runner.tier('default')" in str(info.value)

@@ -106,14 +106,6 @@ class Session:
         self.image = image
         release: Callable[[], None] | None = None
         runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
-        if getattr(runner if runner is not None else source, "isolation", None) == "gvisor":
-            # The agent passes fds between steps (fork, SCM_RIGHTS) and splices files: not
-            # through the gVisor tier's relays. Never silently on the other tier.
-            raise ValidationError(
-                "isolation",
-                "sessions run on the default isolation tier only; this runner is 'gvisor' "
-                "(give the session runner.tier('default'))",
-            )
         if image is not None:
             if not isinstance(runner, Runner):
                 raise ValidationError("image", "a session in an image needs a Runner source")
