@@ -138,3 +138,89 @@ def test_judging_with_the_trusted_call_server(gvisor: Runner) -> None:
     assert good.verdict == "accepted", good
     bad = Judge(gvisor).judge(Submission(Problem("p", [test]), "def add(a, b): return 0"))
     assert bad.verdict == "wrong_answer", bad
+
+
+def test_each_run_has_its_own_disk_of_disk_mb(gvisor: Runner) -> None:
+    fill = (
+        "import os\nn = 0\ntry:\n    with open('/tmp/f', 'wb') as fh:\n"
+        "        while n < 64 << 20:\n            n += fh.write(b'x' * (1 << 20))\n"
+        "except OSError as exc:\n    print(exc.errno, n >> 20)\nelse:\n    print('wrote', n >> 20)\n"
+    )
+    small = gvisor.run(fill, limits=Limits(disk_mb=8, file_bytes=128 << 20))
+    assert small.status == "ok", small.stderr
+    errno_, mib = small.stdout.split()
+    assert errno_ == b"28" and int(mib) <= 8, small.stdout  # ENOSPC at the run's 8 MiB
+    big = gvisor.run(fill, limits=Limits(disk_mb=100, file_bytes=128 << 20))
+    assert big.stdout == b"wrote 64\n", big.stdout
+    # Nothing of a run is seen by the next (a fresh tmpfs each time), shared memory neither.
+    gvisor.run("open('/work/left', 'w').write('x'); open('/dev/shm/left', 'w').write('x')")
+    after = gvisor.run("import os; print(os.listdir('/work'), os.listdir('/dev/shm'))")
+    assert after.stdout == b"['main.py'] []\n", after.stdout
+
+
+def test_memory_is_enforced_by_the_host_kernel(gvisor: Runner) -> None:
+    bomb = (
+        "#include <stdlib.h>\n#include <string.h>\n"
+        "int main(void){for(;;){char*p=malloc(8<<20); if(p) memset(p,1,8<<20);}}\n"
+    )
+    res = gvisor.run(bomb, "c", limits=Limits(time_s=5, memory_mb=64))
+    assert res.status == "memory_limit", (res.status, res.stderr[-300:])
+    assert res.peak_memory_bytes <= (64 << 20) + (1 << 20), res.peak_memory_bytes
+    assert gvisor.run("print(1)").stdout == b"1\n"  # the pool replaced the killed sandbox
+
+
+def test_the_program_is_confined_as_in_the_default_tier(gvisor: Runner) -> None:
+    probe = (
+        "import socket, ctypes\n"
+        "s = dict(l.split(':\\t', 1) for l in open('/proc/self/status') if ':\\t' in l)\n"
+        "print(s['CapBnd'].strip(), s['Seccomp'].strip())\n"
+        "try:\n    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n"
+        "except OSError as e:\n    print(e.errno)\n"
+        "print(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))\n"
+    )
+    res = gvisor.run(probe)
+    # no capability left to regain, our filter loaded, no AF_INET (EAFNOSUPPORT), NNP set
+    assert res.stdout.split() == [b"0000000000000000", b"2", b"97", b"1"], res.stdout
+
+
+def test_a_killed_supervisor_takes_its_running_sandbox_with_it() -> None:
+    import subprocess
+    import sys
+    import time
+
+    client = (
+        "import sys, threading\nfrom assay import Runner, SandboxConfig\n"
+        "r = Runner(config=SandboxConfig(isolation='gvisor'))\n"
+        "threading.Thread(target=r.run, args=('import time; time.sleep(600)',),"
+        " kwargs={'limits': __import__('assay').Limits(time_s=900, wall_s=900)}).start()\n"
+        "import time; time.sleep(3)\n"
+        "print(*[c.proc.pid for c in list(r.sandbox._idle)], flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", client], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        idle = {int(p) for p in proc.stdout.readline().split()}
+        busy = [
+            int(p)
+            for p in os.listdir("/proc")
+            if p.isdigit() and _parent(int(p)) == proc.pid and int(p) not in idle
+        ]
+        assert busy, "no runsc process of the client's running sandbox"
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 15
+        while any(os.path.exists(f"/proc/{p}") for p in busy) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(os.path.exists(f"/proc/{p}") for p in busy), "the sandbox outlived it"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1

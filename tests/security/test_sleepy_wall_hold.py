@@ -20,7 +20,7 @@ while True:
 """
 
 
-def test_mostly_sleeping_program_is_stopped_at_the_wall_backstop(runner) -> None:  # type: ignore[no-untyped-def]
+def test_mostly_sleeping_program_is_stopped_at_the_wall_backstop(runner, gvisor: bool) -> None:  # type: ignore[no-untyped-def]
     # ~3-5% of a CPU with the interpreter's own overhead: at that pace the 1 s CPU limit is
     # 20+ s away, past the 16 s the stretch allows, so the stretch is refused. (A program
     # using more than 1/16 of a CPU would reach its CPU limit within the stretch and keep it.)
@@ -28,4 +28,6 @@ def test_mostly_sleeping_program_is_stopped_at_the_wall_backstop(runner) -> None
     result = runner.run(SLEEPY, limits=limits)
     assert result.status == "time_limit", result.status
     assert result.wall_s < limits.effective_wall_s + 1.5, result.wall_s
-    assert result.cpu_s < 0.5, result.cpu_s
+    # gVisor counts CPU in 10 ms ticks, so each 3 ms spin is charged as more: still far
+    # below the 1 s limit (the wall ended it, not the CPU).
+    assert result.cpu_s < (0.9 if gvisor else 0.5), result.cpu_s

@@ -305,9 +305,12 @@ def run(
     live: list[int] = [pid]
     interval, last_scan = 0.0005, 0.0
     while True:
-        ready = select.select(open_fds, [], [], interval)[0] if open_fds else []
-        if not open_fds:
-            time.sleep(interval)
+        ready = select.select([*open_fds, ctl_in], [], [], interval)[0]
+        if ctl_in in ready:
+            # Nothing comes from the host during a run but the end of its pipe: the
+            # supervisor is gone (killed, say). The run and this sandbox end with it.
+            _kill_all()
+            os._exit(0)
         for fd in ready:
             data = os.read(fd, 1 << 16)
             if not data:

@@ -474,7 +474,12 @@ class GVisorSandbox:
             empty = not self._idle
         if empty:  # the next run would wait for a start: begin one now, off this path
             self._refill(1)
-        return container if container is not None else _Container(self)
+        if container is not None:
+            return container
+        try:
+            return _Container(self)
+        except SandboxError:  # a start can fail when many start at once: one more try
+            return _Container(self)
 
     def _refill(self, at_most: int | None = None) -> None:
         with self._lock:
@@ -511,7 +516,11 @@ class GVisorSandbox:
         self._destroy_later(container)
 
     def _destroy_later(self, container: _Container) -> None:
-        """``runsc delete`` takes a while: never on a run's path."""
+        """``runsc delete`` takes a while: never on a run's path. Every process of the
+        sandbox (its kernel, gofer and the host stubs of its programs) is killed first,
+        here: nothing of it outlives the run that retired it."""
+        if container.cg is not None:
+            container.cg.kill_all()
         threading.Thread(target=container.destroy, daemon=True, name="assay-gvisor-rm").start()
 
     def execute(self, req: RunRequest) -> ExecResult:
