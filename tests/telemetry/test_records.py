@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import get_type_hints
 
 import fsspec
+import pyarrow as pa
 import pytest
 from _telemetry import NOON, MakeRecord
 
 from assay.telemetry import (
+    RECORD_VERSION,
     SCHEMA,
     FsspecWriter,
     JsonlWriter,
@@ -29,6 +31,7 @@ from assay.telemetry import (
     _jsonl,
     iter_records,
     open_writer,
+    records,
     to_table,
 )
 from assay.telemetry._store import Store
@@ -55,6 +58,22 @@ def test_schema_has_exactly_the_record_fields_in_order() -> None:
     )
     test = SCHEMA.field("tests").type.value_type
     assert [test.field(i).name for i in range(test.num_fields)] == list(get_type_hints(RecordTest))
+
+
+def test_schema_types_follow_the_record_types() -> None:
+    """Each field's Arrow type comes from its Python type: ``X | None`` is a nullable X, a
+    list of a TypedDict a list of structs; a type with no Arrow form is refused by name."""
+    assert SCHEMA.field("deadline_at").type == pa.float64()
+    assert SCHEMA.field("exit_code").type == pa.int64()
+    assert SCHEMA.field("cache_hit").type == pa.bool_()
+    assert SCHEMA.field("problem_id").type == pa.string()
+    assert SCHEMA.field("limits").type.field("wall_s").type == pa.float64()
+    test = SCHEMA.field("tests").type.value_type
+    assert test.field("peak_memory_bytes").type == pa.int64()
+    assert all(f.nullable for f in SCHEMA)
+    assert SCHEMA.metadata == {b"assay.record_version": str(RECORD_VERSION).encode()}
+    with pytest.raises(TypeError, match="dict"):
+        records._arrow_type(dict[str, int])
 
 
 def test_record_round_trips_through_jsonl_and_arrow(

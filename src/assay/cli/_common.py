@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
-from ..errors import InsecureHostError
+from ..errors import InsecureHostError, ValidationError
 from ..sandbox import SandboxConfig
 
 EXIT_OK, EXIT_USAGE, EXIT_SANDBOX = 0, 2, 3
@@ -31,6 +33,16 @@ def usage_error(argument: str, message: str) -> NoReturn:
     """One line naming the argument at fault, then exit 2."""
     err_console.print(f"[red]error:[/] {argument}: {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_USAGE)
+
+
+@contextlib.contextmanager
+def usage_errors() -> Iterator[None]:
+    """A :class:`ValidationError` raised inside is the user's: :func:`usage_error` naming its
+    field (``with usage_errors(): image = ImageStore().get(ref)``)."""
+    try:
+        yield
+    except ValidationError as exc:
+        usage_error(exc.field, exc.message)
 
 
 def insecure_banner() -> None:

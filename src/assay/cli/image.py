@@ -11,9 +11,9 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import AssayError, ValidationError
+from ..errors import AssayError
 from ..images import BuildError, ImageSpec, ImageStore, build_image, import_image
-from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, console, err_console, usage_error
+from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, console, err_console, usage_errors
 
 image_app = typer.Typer(
     no_args_is_help=True,
@@ -38,16 +38,16 @@ def import_command(
 
     Example: [bold]assay image import ./python39.oci.tar --name py39[/]
     """
-    try:
-        with Progress(
+    with (
+        usage_errors(),
+        Progress(
             TextColumn("importing layers"), BarColumn(), TextColumn("{task.completed}/{task.total}")
-        ) as bar:
-            task = bar.add_task("layers", total=None)
-            image = import_image(
-                archive, name=name, progress=lambda d, t: bar.update(task, completed=d, total=t)
-            )
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
+        ) as bar,
+    ):
+        task = bar.add_task("layers", total=None)
+        image = import_image(
+            archive, name=name, progress=lambda d, t: bar.update(task, completed=d, total=t)
+        )
     console.print(f"{image.id}  {image.name}  {_size(image.size_bytes)}", highlight=False)
 
 
@@ -62,22 +62,24 @@ def build_command(
 
     Example: [bold]assay image build examples/images/py39.toml[/]
     """
-    try:
+    with usage_errors():
         parsed = ImageSpec.load(spec)
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
     started = time.monotonic()
     try:
-        with Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True
-        ) as bar:
+        with (
+            usage_errors(),
+            Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                transient=True,
+            ) as bar,
+        ):
             task = bar.add_task(f"building {parsed.name} ({parsed.suite})")
             image = build_image(
                 parsed,
                 on_line=lambda line: bar.update(task, description=line[:70] or "building"),
             )
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
     except BuildError as exc:
         err_console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_SANDBOX) from exc
@@ -119,10 +121,8 @@ def inspect_command(
 
     Example: [bold]assay image inspect py39[/]
     """
-    try:
+    with usage_errors():
         found = ImageStore().get(image)
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
     sys.stdout.write(json.dumps({**found.to_json(), "path": found.path}, indent=1) + "\n")
 
 
@@ -135,9 +135,8 @@ def rm_command(
     Example: [bold]assay image rm py39[/]
     """
     try:
-        gone = ImageStore().remove(image)
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
+        with usage_errors():
+            gone = ImageStore().remove(image)
     except AssayError as exc:
         err_console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc

@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from ..errors import ValidationError
-from ._common import EXIT_OK, console, err_console, make_runner, usage_error
+from ._common import EXIT_OK, console, err_console, make_runner, usage_error, usage_errors
 
 tasks_app = typer.Typer(no_args_is_help=True, help="Build agent tasks (native JSONL format).")
 
@@ -56,7 +55,7 @@ def from_samples_command(
         ) as bar,
     ):
         job = bar.add_task("judge", total=None)
-        try:
+        with usage_errors():
             made = dump_tasks(
                 from_samples(
                     samples,
@@ -70,8 +69,6 @@ def from_samples_command(
                 ),
                 out,
             )
-        except ValidationError as exc:
-            usage_error(exc.field, exc.message)
     console.print(f"{made} repair tasks written to {out}")
     raise typer.Exit(EXIT_OK)
 
@@ -93,8 +90,6 @@ def from_swebench_command(
         usage_error("ROWS", f"{rows} is not a file")
     if not mirrors.is_dir():
         usage_error("--mirrors", f"{mirrors} is not a directory")
-    try:
+    with usage_errors():
         made = dump_tasks((from_row(r, mirrors) for r in load_rows(rows)), out)
-    except ValidationError as exc:
-        usage_error(exc.field, exc.message)
     console.print(f"{made} tasks written to {out}")

@@ -22,9 +22,9 @@ the candidate for the asserts after it.
 from __future__ import annotations
 
 import ast
-import warnings
 from typing import Any
 
+from .._pysource import parse_quietly
 from ..judge import TestCase
 
 _MAX_FOLDED = 100_000  # items or characters a folded constant may have
@@ -118,9 +118,7 @@ def check_to_calls(
 ) -> list[TestCase] | None:
     """Call tests equivalent to ``check(fn)`` in ``test_code``, or None if it is not simple."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(test_code)
+        tree = parse_quietly(test_code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]

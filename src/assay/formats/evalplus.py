@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-import warnings
 from dataclasses import replace
 from typing import Any
 
+from .._pysource import parse_quietly
 from ..errors import ValidationError
 from ..judge import Problem, TestCase, values
 from ..judge.calls import call_values
@@ -72,9 +72,7 @@ def _param_types(rec: dict[str, Any]) -> dict[int, str]:
     if not allowed:
         return {}
     try:
-        with warnings.catch_warnings():  # dataset code: its style warnings are not ours
-            warnings.simplefilter("ignore")
-            tree = ast.parse(rec["prompt"] + rec["canonical_solution"])
+        tree = parse_quietly(rec["prompt"] + rec["canonical_solution"])
     except SyntaxError:
         return {}
     for node in ast.walk(tree):

@@ -4,9 +4,9 @@ test_imports, test_list``), told apart by their fields: one script test per asse
 from __future__ import annotations
 
 import ast
-import warnings
 from typing import Any
 
+from .._pysource import parse_quietly
 from ..judge import Problem, TestCase
 from ..types import Limits
 
@@ -38,15 +38,13 @@ def _required(reference: str, asserts: list[str]) -> list[str]:
     function fails MBPP+'s call tests (the call raises: runtime_error), not with a NameError
     on the test side (which would read as a wrong answer)."""
     try:
-        with warnings.catch_warnings():  # old escapes in the dataset's code ("\d")
-            warnings.simplefilter("ignore")
-            tree = ast.parse(reference)
-            called = {
-                node.func.id
-                for text in asserts
-                for node in ast.walk(ast.parse(text))
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            }
+        tree = parse_quietly(reference)
+        called = {
+            node.func.id
+            for text in asserts
+            for node in ast.walk(parse_quietly(text))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
     except SyntaxError:
         return []
     defined = [

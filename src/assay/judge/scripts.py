@@ -16,6 +16,7 @@ import os
 import socket
 import warnings
 
+from .._pysource import parse_quietly
 from ..runner import RunRequest
 from ..telemetry import tracing
 from ..types import ExecResult, Limits
@@ -31,9 +32,7 @@ def defined_names(code: bytes) -> tuple[list[str], list[tuple[str, str]], list[s
     through proxies), the modules it imports (imported afresh on the test side), and its
     other top-level names (fetched as values or opaque handles)."""
     try:
-        with warnings.catch_warnings():  # the submission's warnings are not the host's
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code)
+        tree = parse_quietly(code)  # the submission's warnings are not the host's
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return [], [], []
     names: list[str] = []

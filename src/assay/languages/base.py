@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, Protocol
 
+from .. import defaults
 from ..sandbox import RunRequest
 from ..types import Limits
 
@@ -47,6 +49,40 @@ class Language(Protocol):
         """The compile step, or None for interpreted languages."""
 
     def program(self, source: bytes, artifact: bytes | None) -> Program: ...
+
+
+class Interpreted:
+    """A language whose source runs as it is (no build step): saved as ``file`` in the work
+    dir and run by ``launcher`` (an argv; the fork server's Python with ``mode="python"``).
+    Its toolchain is ``tool``'s version and ``details``, joined by colons."""
+
+    def __init__(
+        self,
+        name: str,
+        extensions: tuple[str, ...],
+        file: str,
+        launcher: Sequence[str],
+        tool: str,
+        details: Sequence[str] = (),
+        mode: Literal["python", "exec"] = "exec",
+    ) -> None:
+        self.name = name
+        self.extensions = extensions
+        self.file = file
+        self.launcher = list(launcher)
+        self.tool = tool
+        self.details = tuple(details)
+        self.mode: Literal["python", "exec"] = mode
+
+    def toolchain(self) -> str:
+        return ":".join([self.tool, tool_version(self.tool), *self.details])
+
+    def build(self, source: bytes) -> Build | None:
+        return None
+
+    def program(self, source: bytes, artifact: bytes | None) -> Program:
+        path = f"{defaults.WORK_DIR}/{self.file}"
+        return Program(self.mode, [*self.launcher, path], [(self.file, source, 0o644)])
 
 
 def request(

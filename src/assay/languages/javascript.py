@@ -16,7 +16,7 @@ syntax errors are a ``compile_error``. ``--format=cjs`` turns ``import`` stateme
 from __future__ import annotations
 
 from .. import defaults
-from .base import Build, Program, tool_version
+from .base import Build, Interpreted, Program, tool_version
 from .native import COMPILE_LIMITS
 
 NODE = "/usr/bin/node"
@@ -40,31 +40,13 @@ ESBUILD_FLAGS: tuple[str, ...] = (
 )
 
 
-def node_program(script: bytes) -> Program:
-    argv = [
-        "/usr/bin/env",
-        f"NODE_PATH={NODE_PATH}",
-        NODE,
-        *NODE_FLAGS,
-        f"{defaults.WORK_DIR}/main.js",
-    ]
-    return Program("exec", argv, [("main.js", script, 0o644)])
-
-
-class JavaScript:
+class JavaScript(Interpreted):
     """Source run as is by Node.js."""
 
-    name = "javascript"
-    extensions: tuple[str, ...] = (".js", ".cjs")
-
-    def toolchain(self) -> str:
-        return f"node:{tool_version('node')}:{' '.join(NODE_FLAGS)}:{NODE_PATH}"
-
-    def build(self, source: bytes) -> Build | None:
-        return None
-
-    def program(self, source: bytes, artifact: bytes | None) -> Program:
-        return node_program(source)
+    def __init__(self) -> None:
+        node = ["/usr/bin/env", f"NODE_PATH={NODE_PATH}", NODE, *NODE_FLAGS]
+        flags = [" ".join(NODE_FLAGS), NODE_PATH]
+        super().__init__("javascript", (".js", ".cjs"), "main.js", node, tool="node", details=flags)
 
 
 class TypeScript:
@@ -83,4 +65,4 @@ class TypeScript:
 
     def program(self, source: bytes, artifact: bytes | None) -> Program:
         assert artifact is not None
-        return node_program(artifact)
+        return JavaScript().program(artifact, None)

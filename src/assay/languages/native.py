@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import defaults
 from ..types import Limits
 from .base import Build, Program, tool_version
@@ -15,17 +17,15 @@ COMPILE_LIMITS = Limits(
 )
 
 
+@dataclass(eq=False)  # a registry entry: compared and hashed by identity
 class GccFamily:
     """gcc for C, g++ for C++: -O2, a selectable standard, statically nothing exotic."""
 
-    def __init__(
-        self, name: str, compiler: str, std: str, extensions: tuple[str, ...], src: str
-    ) -> None:
-        self.name = name
-        self.compiler = compiler
-        self.std = std
-        self.extensions = extensions
-        self.src = src
+    name: str
+    compiler: str
+    std: str
+    extensions: tuple[str, ...]
+    src: str
 
     def toolchain(self) -> str:
         return f"{self.compiler}:{tool_version(self.compiler)}:-std={self.std}"

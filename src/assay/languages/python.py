@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from .. import defaults
-from .base import Build, Program, tool_version
+from .base import Interpreted, tool_version
 
 
-class Python:
-    name = "python"
-    extensions: tuple[str, ...] = (".py",)
-
+class Python(Interpreted):
     def __init__(self, interpreter: str = defaults.PYTHON_INTERPRETER) -> None:
+        super().__init__("python", (".py",), "main.py", [], tool=interpreter, mode="python")
         self.interpreter = interpreter
 
     def toolchain(self) -> str:
         return f"python:{self.interpreter}:{tool_version(self.interpreter)}"
-
-    def build(self, source: bytes) -> Build | None:
-        return None
-
-    def program(self, source: bytes, artifact: bytes | None) -> Program:
-        return Program("python", [f"{defaults.WORK_DIR}/main.py"], [("main.py", source, 0o644)])

@@ -16,12 +16,12 @@ import os
 import secrets
 import select
 import threading
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from .._pysource import parse_quietly
 from ..sandbox import RunRequest
 from ..tasks.strict import strict_source
 from ..tasks.types import AgentTask
@@ -85,9 +85,7 @@ def plain_tests(task: AgentTask, work: Mapping[str, bytes]) -> list[str] | None:
     ids = []
     for path, text in task.tests.items():
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
+            tree = parse_quietly(text)
         except (SyntaxError, ValueError):
             return None
         for node in ast.walk(tree):

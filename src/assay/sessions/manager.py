@@ -21,13 +21,12 @@ from typing import Any
 
 from ..errors import Overloaded, ValidationError
 from ..telemetry import Metrics, SessionStats
+from ._held import HeldSessions
 from .session import Session, executor_of
-from .types import SessionEnded, SessionLimits
+from .types import SessionLimits
 
 log = logging.getLogger("assay.sessions")
 
-#: Ended sessions remembered (id -> reason), so a late call learns why its session ended.
-REMEMBER_ENDED = 10_000
 #: Seconds a session's sandbox may outlive the moment it should have ended (its TTL, its
 #: idle TTL, its close) before it counts as past its TTL: the reaper looks every 0.2 s and a
 #: teardown takes milliseconds, and the sandbox's own wall limit ends a run 5 s past its TTL.
@@ -81,10 +80,9 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.memory_budget_mb = memory_budget_mb
         self._lock = threading.Lock()
-        self._open: dict[str, Session] = {}
+        self._held = HeldSessions()
         self._reserved = 0
         self._reserved_mb = 0
-        self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
         # Ended sessions whose sandbox run is still being torn down (-> when they ended).
         self._ending: dict[Session, float] = {}
         self._ended_steps = 0
@@ -95,11 +93,11 @@ class SessionManager:
             self.metrics.bind_sessions(self.stats)
 
     def _memory_mb(self) -> int:
-        return sum(s.limits.memory_mb for s in self._open.values()) + self._reserved_mb
+        return sum(s.limits.memory_mb for s in self._held.open.values()) + self._reserved_mb
 
     def _reserve(self, limits: SessionLimits) -> None:
         with self._lock:
-            used = len(self._open) + self._reserved
+            used = len(self._held.open) + self._reserved
             full = None
             if used >= self.max_sessions:
                 full = TooManySessions("sessions", used, self.max_sessions)
@@ -119,7 +117,7 @@ class SessionManager:
             self._reserved -= 1
             self._reserved_mb -= limits.memory_mb
             if session is not None and not session.ended:
-                self._open[session.id] = session
+                self._held.open[session.id] = session
         if session is not None:
             if self.metrics is not None:
                 self.metrics.session_created()
@@ -141,10 +139,7 @@ class SessionManager:
         now = time.monotonic()
         reason = session.end_reason or "closed"
         with self._lock:
-            self._open.pop(session.id, None)
-            self._ended[session.id] = (reason, session.end_detail)
-            while len(self._ended) > REMEMBER_ENDED:
-                self._ended.popitem(last=False)
+            self._held.ended(session, reason)
             for gone in [s for s in self._ending if s.result is not None]:
                 del self._ending[gone]
             if session.result is None:  # its sandbox run is still being torn down
@@ -173,7 +168,7 @@ class SessionManager:
         (what ``/metrics`` exports; see :data:`LEAK_GRACE_S`)."""
         now = time.monotonic()
         with self._lock:
-            sessions = list(self._open.values())
+            sessions = list(self._held.open.values())
             for gone in [s for s in self._ending if s.result is not None]:
                 del self._ending[gone]
             ending = list(self._ending.values())
@@ -207,13 +202,10 @@ class SessionManager:
         """The open session ``session_id``; :class:`SessionEnded` if it has ended (with why),
         :class:`UnknownSession` if there never was one (or it ended long ago)."""
         with self._lock:
-            session = self._open.get(session_id)
-            ended = self._ended.get(session_id)
-        if session is not None:
-            return session
-        if ended is not None:
-            raise SessionEnded(session_id, *ended)
-        raise UnknownSession(session_id)
+            session = self._held.find(session_id)
+        if session is None:
+            raise UnknownSession(session_id)
+        return session
 
     def fork(self, session_id: str) -> Session:
         parent = self.get(session_id)
@@ -230,7 +222,7 @@ class SessionManager:
 
     def sessions(self) -> list[Session]:
         with self._lock:
-            return list(self._open.values())
+            return list(self._held.open.values())
 
     def close_all(self) -> None:
         for session in self.sessions():

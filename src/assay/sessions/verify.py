@@ -9,16 +9,15 @@ change which tests pass only through the code under test.
 
 from __future__ import annotations
 
-import ast
 import copy
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._pysource import parse_quietly
 from ..errors import ValidationError
 from ..tasks.patch import PatchLines, diff_size, parse_patch
 from ..tasks.types import AgentTask, files_from_tar, tar_of
@@ -266,9 +265,7 @@ def _parses(data: bytes) -> bool:
     if len(data) > 1 << 20:
         return True
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(data)
+        parse_quietly(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

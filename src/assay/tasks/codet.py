@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ast
 import json
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._pysource import parse_quietly
 from ..errors import ValidationError
 from ..formats import humaneval
 from ..formats._io import read_records
@@ -35,9 +35,7 @@ def hidden_tests(rec: dict[str, Any]) -> str:
     head = f'"""Hidden tests of {rec["task_id"]} (openai/human-eval\'s check)."""\n\n'
     head += f"from solution import {entry} as candidate\n\n{test.strip()}\n"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(test)
+        tree = parse_quietly(test)
     except SyntaxError:
         tree = None
     check = next(

@@ -1,6 +1,6 @@
 """HumanEval+ inputs as a hidden pytest file: each input with the canonical solution's answer
-(computed in the sandbox by :func:`assay.formats.evalplus.with_expected`), compared as
-EvalPlus compares (floats within ``atol``/``rtol``, types exact otherwise).
+(computed in the sandbox by :func:`assay.formats.evalplus.with_expected`), compared as the
+judge compares HumanEval+ answers (floats within ``atol``/``rtol``, types exact otherwise).
 
 Values are written as Python source that compiles whatever their size: integers past
 CPython's 4,300-digit literal limit are written in hex, NaN and infinities as ``float(...)``.
@@ -10,39 +10,31 @@ test (``test_plus_000``), so a verification names a few dozen tests, not a thous
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
 from ..formats import evalplus
 from ..judge import Problem
+from ..judge._inside import codec
 from ..runner import Runner
 
 PLUS_GROUP = 25
 
-_COMPARE = """
-
-def _same(got, want, atol, rtol):
-    if isinstance(want, float) and type(got) in (int, float):
-        got = float(got)
-        if math.isnan(want) or math.isnan(got):
-            return math.isnan(want) and math.isnan(got)
-        if math.isinf(want) or math.isinf(got):
-            return want == got
-        return abs(got - want) <= max(atol, rtol * abs(want))
-    if type(got) is not type(want):
-        return False
-    if isinstance(want, (list, tuple)):
-        return len(got) == len(want) and all(_same(g, w, atol, rtol) for g, w in zip(got, want))
-    if isinstance(want, dict):
-        return got.keys() == want.keys() and all(_same(got[k], want[k], atol, rtol) for k in want)
-    return got == want
-
+#: The hidden file's comparison is the judge's own (:func:`assay.judge._inside.codec.equal`,
+#: standard library only), written into the file: a repair task is verified as HumanEval+
+#: submissions are judged.
+_COMPARE = (
+    "\n\n"
+    + inspect.getsource(codec.equal)
+    + """
 
 def _check(cases, atol, rtol):
     for args, want in cases:
         got = candidate(*copy.deepcopy(args))
-        assert _same(got, want, atol, rtol), f"{args!r:.200}: got {got!r:.200}, want {want!r:.200}"
+        assert equal(got, want, atol, rtol), f"{args!r:.200}: got {got!r:.200}, want {want!r:.200}"
 """
+)
 
 
 def source(value: Any) -> str:
@@ -81,7 +73,8 @@ def render(rec: dict[str, Any], base: Problem, plus: list[Any]) -> str:
     atol = float(rec.get("atol") or 0) or 1e-6
     head = (
         f'"""Hidden tests of {rec["task_id"]} (evalplus/humanevalplus_release: base and plus '
-        f'inputs, expected values from the canonical solution)."""\n\nimport copy\nimport math\n\n'
+        f'inputs, expected values from the canonical solution)."""\n\n'
+        "from __future__ import annotations\n\nimport copy\nimport math\n\n"
         f"from solution import {rec['entry_point']} as candidate\n\nATOL, RTOL = {atol!r}, 1e-7\n"
     )
     parts = [head, _COMPARE]

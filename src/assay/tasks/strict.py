@@ -16,7 +16,8 @@ compare its own container subclasses with literals.
 from __future__ import annotations
 
 import ast
-import warnings
+
+from .._pysource import parse_quietly
 
 HELPER = '''
 
@@ -74,9 +75,7 @@ def strict_source(text: str) -> str:
     """``text`` with every ``==`` / ``!=`` in an assert made strict (unchanged if it does not
     parse: it then fails as written)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+        tree = parse_quietly(text)
     except (SyntaxError, ValueError):
         return text
     tree = ast.fix_missing_locations(_Rewrite().visit(tree))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+C = TypeVar("C", bound=Collector)
 
 
 def metric_names() -> list[tuple[str, str, str]]:
@@ -236,10 +237,8 @@ class Metrics:
         self._cache_misses = self._counter("assay_cache_misses_total")
         self._retries = self._counter("assay_retries_total")
         self._sandbox_errors = self._counter("assay_sandbox_errors_total")
-        self._gauges = _ScrapeGauges()
-        self.registry.register(self._gauges)
-        self._records = _RecordGauges()
-        self.registry.register(self._records)
+        self._gauges = self._collector(_ScrapeGauges())
+        self._records = self._collector(_RecordGauges())
         self._acquire = self._histogram("assay_sandbox_acquire_seconds")
         self._duration = self._histogram("assay_job_duration_seconds")
         self._timeouts = self._counter("assay_timeouts_total")
@@ -247,18 +246,15 @@ class Metrics:
         self._security = self._counter("assay_security_events_total")
         for kind in SECURITY_KINDS:  # present from the start, so increase() sees the first
             self._security.labels(kind=kind)
-        self._compile_cache = _CompileCacheCounters()
-        self.registry.register(self._compile_cache)
-        self._sessions = SessionGauges()
-        self.registry.register(self._sessions)
+        self._compile_cache = self._collector(_CompileCacheCounters())
+        self._sessions = self._collector(SessionGauges())
         self._sessions_created = self._counter("assay_sessions_created_total")
         self._sessions_rejected = self._counter("assay_sessions_rejected_total")
         self._sessions_ended = self._counter("assay_sessions_ended_total")
         for reason in SESSION_END_REASONS:
             self._sessions_ended.labels(reason=reason)
         self._session_lifetime = self._histogram("assay_session_lifetime_seconds")
-        self._nodes = NodeGauges()
-        self.registry.register(self._nodes)
+        self._nodes = self._collector(NodeGauges())
 
     def _counter(self, name: str) -> Counter:
         spec = SPECS[name]
@@ -267,6 +263,11 @@ class Metrics:
     def _histogram(self, name: str) -> Histogram:
         spec = SPECS[name]
         return Histogram(name, spec.help, spec.labels, registry=self.registry, buckets=spec.buckets)
+
+    def _collector(self, collector: C) -> C:
+        """``collector`` (read at every scrape) in this registry."""
+        self.registry.register(collector)
+        return collector
 
     def submitted(self, language: str, n: int = 1) -> None:
         """``n`` jobs in ``language`` entered the queue."""

@@ -11,9 +11,19 @@ behind :class:`RecordWriter`: :class:`JsonlWriter` (local, crash-safe), :class:`
 from __future__ import annotations
 
 import threading
+import types
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import (
+    Any,
+    Protocol,
+    TypedDict,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+    runtime_checkable,
+)
 
 import pyarrow as pa
 
@@ -118,77 +128,39 @@ class Record(TypedDict):
     source_job_id: str | None
 
 
-_LIMITS = pa.struct(
-    [
-        ("time_s", pa.float64()),
-        ("wall_s", pa.float64()),
-        ("memory_mb", pa.int64()),
-        ("processes", pa.int64()),
-        ("output_bytes", pa.int64()),
-        ("file_bytes", pa.int64()),
-        ("disk_mb", pa.int64()),
-    ]
-)
-_TEST = pa.struct(
-    [
-        ("index", pa.int64()),
-        ("verdict", pa.string()),
-        ("cpu_s", pa.float64()),
-        ("wall_s", pa.float64()),
-        ("peak_memory_bytes", pa.int64()),
-        ("message", pa.string()),
-    ]
-)
+#: The Arrow type of each Python type a record's fields use (``X | None``: a nullable X).
+_ARROW: dict[Any, pa.DataType] = {
+    int: pa.int64(),
+    float: pa.float64(),
+    str: pa.string(),
+    bool: pa.bool_(),
+}
 
-#: Arrow/Parquet schema of :class:`Record`, field for field. Times stay float epoch seconds
-#: (not timestamps) so a record read back from Parquet equals the one written.
-SCHEMA = pa.schema(
-    [
-        pa.field(name, type_)
-        for name, type_ in (
-            ("record_version", pa.int64()),
-            ("job_id", pa.string()),
-            ("batch_id", pa.string()),
-            ("caller", pa.string()),
-            ("kind", pa.string()),
-            ("problem_id", pa.string()),
-            ("language", pa.string()),
-            ("toolchain", pa.string()),
-            ("code_sha256", pa.string()),
-            ("code", pa.string()),
-            ("code_truncated", pa.bool_()),
-            ("limits", _LIMITS),
-            ("priority", pa.int64()),
-            ("deadline_at", pa.float64()),
-            ("outcome", pa.string()),
-            ("verdict", pa.string()),
-            ("reward", pa.float64()),
-            ("reason", pa.string()),
-            ("tests", pa.list_(_TEST)),
-            ("passed", pa.int64()),
-            ("total", pa.int64()),
-            ("cpu_s", pa.float64()),
-            ("wall_s", pa.float64()),
-            ("peak_memory_bytes", pa.int64()),
-            ("exit_code", pa.int64()),
-            ("signal", pa.int64()),
-            ("stdout", pa.string()),
-            ("stderr", pa.string()),
-            ("stdout_truncated", pa.bool_()),
-            ("stderr_truncated", pa.bool_()),
-            ("submitted_at", pa.float64()),
-            ("started_at", pa.float64()),
-            ("ended_at", pa.float64()),
-            ("queue_wait_s", pa.float64()),
-            ("attempt", pa.int64()),
-            ("cache_hit", pa.bool_()),
-            ("worker", pa.string()),
-            ("host", pa.string()),
-            ("source_job_id", pa.string()),
-        )
-    ],
-    metadata={"assay.record_version": str(RECORD_VERSION)},
-)
+
+def _arrow_type(hint: Any) -> pa.DataType:
+    """The Arrow type of a record field's type: a scalar, ``X | None``, a list, or a nested
+    TypedDict (a struct, field for field)."""
+    if hint in _ARROW:
+        return _ARROW[hint]
+    if is_typeddict(hint):
+        return pa.struct(_arrow_fields(hint))
+    if get_origin(hint) is list:
+        (item,) = get_args(hint)
+        return pa.list_(_arrow_type(item))
+    present = [h for h in get_args(hint) if h is not type(None)]
+    if get_origin(hint) is types.UnionType and len(present) == 1:
+        return _arrow_type(present[0])
+    raise TypeError(f"no Arrow type for record field type {hint!r}")
+
+
+def _arrow_fields(typed: Any) -> list[pa.Field[Any]]:
+    return [pa.field(name, _arrow_type(hint)) for name, hint in get_type_hints(typed).items()]
+
+
+#: Arrow/Parquet schema of :class:`Record`, field for field (derived from it, so the two
+#: cannot disagree). Times stay float epoch seconds (not timestamps) so a record read back
+#: from Parquet equals the one written.
+SCHEMA = pa.schema(_arrow_fields(Record), metadata={"assay.record_version": str(RECORD_VERSION)})
 
 
 def to_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:

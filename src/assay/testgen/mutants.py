@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 import copy
 import random
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .._pysource import parse_quietly
 
 _BINOPS: dict[type, list[type]] = {
     ast.Add: [ast.Sub],
@@ -171,9 +172,7 @@ def mutants(
     """Distinct single-change mutants of ``reference`` (at most ``limit``, a seeded sample
     when there are more), in a fixed order. ``whole_module``: mutate the module's top-level
     code too (a stdin script), not only its functions' bodies."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(reference)
+    tree = parse_quietly(reference)
     original = ast.unparse(tree)
     functions: list[ast.AST] = (
         [tree]

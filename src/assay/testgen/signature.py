@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from .._pysource import parse_quietly
 from ..errors import ValidationError
 from .types import T, from_annotation, from_isinstance, join, loosen, of_value
 
@@ -36,9 +37,7 @@ class Signature:
 
 def _parse(code: str, field: str) -> ast.Module:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(code)
+        return parse_quietly(code)
     except SyntaxError as exc:
         raise ValidationError(field, f"does not parse: {exc}") from exc
 

@@ -51,8 +51,6 @@ SESSION_STEPS = frozenset({"exec", "run_cell"})
 SESSION_METHODS = SESSION_STEPS | {
     "write_file", "read_file", "list_files", "delete_file", "download_tar", "upload_tar", "ping",
 }  # fmt: skip
-#: Ended sessions remembered (id -> reason, detail), so a late call learns why.
-REMEMBER_ENDED = 10_000
 
 #: Where agents on one host take their uid blocks (``ASSAY_AGENT_LOCK_DIR`` overrides).
 LOCK_DIR = "/run/assay/agents"
@@ -145,8 +143,9 @@ class NodeAgent:
         self._inbox: collections.deque[Item] = collections.deque()
         self._outbox: list[Result] = []
         self._closed = False
-        self._sessions: dict[str, Session] = {}
-        self._ended: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+        from ...sessions._held import HeldSessions
+
+        self._sessions = HeldSessions()
         self._session_lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._work, args=(f"{self.name}/w{i}",), daemon=True)
@@ -201,7 +200,7 @@ class NodeAgent:
         for t in self._threads:
             t.join(timeout=30)
         with self._session_lock:
-            sessions = list(self._sessions.values())
+            sessions = list(self._sessions.open.values())
         for session in sessions:
             with contextlib.suppress(Exception):
                 session.close()
@@ -220,13 +219,10 @@ class NodeAgent:
     def _hold(self, session: Session) -> dict[str, Any]:
         def forget(gone: Session) -> None:
             with self._session_lock:
-                self._sessions.pop(gone.id, None)
-                self._ended[gone.id] = (gone.end_reason or "closed", gone.end_detail)
-                while len(self._ended) > REMEMBER_ENDED:
-                    self._ended.popitem(last=False)
+                self._sessions.ended(gone, gone.end_reason or "closed")
 
         with self._session_lock:
-            self._sessions[session.id] = session
+            self._sessions.open[session.id] = session
         session.on_end(forget)
         if session.ended:
             forget(session)
@@ -237,12 +233,9 @@ class NodeAgent:
         from ...sessions import SessionEnded
 
         with self._session_lock:
-            found = self._sessions.get(session_id)
-            ended = self._ended.get(session_id)
+            found = self._sessions.find(session_id)
         if found is not None:
             return found
-        if ended is not None:
-            raise SessionEnded(session_id, *ended)
         raise SessionEnded(session_id, "node_lost", f"node agent {self.name} does not hold it")
 
     def session_open(self, files: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:

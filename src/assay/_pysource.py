@@ -1,0 +1,16 @@
+"""Parsing Python that is someone else's: a dataset's, a task's, a submission's."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+
+def parse_quietly(source: str | bytes) -> ast.Module:
+    """``ast.parse(source)`` with the warnings it may emit (an invalid escape such as ``"\\d"``
+    in old dataset code) silenced: that code's style is not ours to report, and where
+    warnings are errors it would not parse. Raises what ``ast.parse`` raises (``SyntaxError``,
+    ``ValueError``, ...)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
