@@ -32,15 +32,6 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _wipe(path: str) -> None:
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            _wipe(entry.path)
-            os.rmdir(entry.path)
-        else:
-            os.unlink(entry.path)
-
-
 class Kernel:
     """The C library's mount, umount2, unshare and prctl, checked."""
 

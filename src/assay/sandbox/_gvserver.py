@@ -65,15 +65,6 @@ def _send(fd: int, msg: dict[str, Any]) -> None:
         data = data[os.write(fd, data) :]
 
 
-def _wipe(path: str) -> None:
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            _wipe(entry.path)
-            os.rmdir(entry.path)
-        else:
-            os.unlink(entry.path)
-
-
 def _run_pids() -> list[int]:
     """The run's processes (the gVisor kernel's view): every process but this server (PID
     1), whatever it did to its /proc entry (a non-dumpable process's is owned by root)."""
