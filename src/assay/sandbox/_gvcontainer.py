@@ -14,16 +14,26 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import SandboxError
 from ..types import ExecResult
 from ._gvisor_wire import Stopped, recv, recv_bytes, relay, send, send_bytes, wait_answer
 from ._run import RunRequest
-from .cgroups import CgroupLimits
+from .cgroups import CgroupBackend, CgroupLimits
 
-if TYPE_CHECKING:
-    from .gvisor import GVisorSandbox
+
+class Pool(Protocol):
+    """What a container needs of its pool (``gvisor.GVisorSandbox``)."""
+
+    state: str
+    cgroups: CgroupBackend | None
+    seccomp: str
+
+    def runsc_argv(self) -> list[str]: ...
+
+    def spec(self, bundle: str) -> dict[str, Any]: ...
+
 
 #: Runs one container serves before it is replaced.
 MAX_RUNS = 64
@@ -52,7 +62,7 @@ def _join(fds: list[int]) -> None:
 class Container:
     """One started gVisor sandbox whose PID 1 is the exec server."""
 
-    def __init__(self, owner: GVisorSandbox) -> None:
+    def __init__(self, owner: Pool) -> None:
         self.owner = owner
         self.id = f"assay-{uuid.uuid4().hex[:12]}"
         self.bundle = os.path.join(owner.state, self.id)
