@@ -24,7 +24,7 @@ APT_ENVIRONMENTS := mmdebstrap runsc
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
 RUFF_SANDBOX := /usr/local/bin/ruff
 
-.PHONY: demo test lint typecheck unit install apt clean bench ruff-sandbox toolchains security-image
+.PHONY: demo test lint typecheck unit install apt clean bench ruff-sandbox toolchains security-image security-gvisor
 
 $(APT_STAMP): Makefile
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -102,7 +102,13 @@ security-image: install
 	  ASSAY_TEST_IMAGE=tests/images/specs/security.toml $(PY) -m pytest -q -n 2 tests/security; \
 	else echo "security-image: skipped (needs root and mmdebstrap)"; fi
 
-test: lint typecheck unit security-image
+# And under the hardened tier: every run in a warm gVisor sandbox (runsc, root only).
+security-gvisor: install
+	@if [ "$$(id -u)" = 0 ] && command -v runsc >/dev/null; then \
+	  ASSAY_ISOLATION=gvisor $(PY) -m pytest -q -n 2 tests/security; \
+	else echo "security-gvisor: skipped (needs root and runsc)"; fi
+
+test: lint typecheck unit security-image security-gvisor
 
 bench: install
 	$(PY) benchmarks/sandbox_overhead.py

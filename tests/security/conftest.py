@@ -73,7 +73,10 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     foreign |= {pid for pid, (uid, _pp) in procs.items() if uid == 0 and _is_runsc(pid)}
     found = []
     for pid, (uid, _ppid) in procs.items():
-        if not is_sandbox_uid(uid):
+        if not is_sandbox_uid(uid) or (_GVISOR and _is_runsc(pid)):
+            # (under gVisor: a Sentry or one of its host stubs, still exiting after its
+            # sandbox was torn down; gVisor's machinery, never a program, which the host
+            # cannot see. Not on the default tier, where a program could exec runsc itself.)
             continue
         cur, under_foreign = pid, False
         for _ in range(64):  # walk up to the host's init
@@ -90,6 +93,7 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
 
 
 _RUNSC = os.path.realpath(shutil.which("runsc") or "/usr/bin/runsc")
+_GVISOR = os.environ.get("ASSAY_ISOLATION") == "gvisor"
 
 
 def _is_runsc(pid: int) -> bool:

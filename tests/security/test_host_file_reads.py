@@ -159,5 +159,9 @@ def test_host_files_are_invisible(runner, canaries: str, gvisor: bool) -> None: 
     allowed |= {"/etc/passwd", "/etc/group"}  # the slot's own account files (a tmpfs of its own)
     # What masks host facts in the slot's own procfs (empty files, empty read-only tmpfs).
     allowed |= {f"/proc/{name}" for name in MASKED_PROC_FILES + MASKED_PROC_DIRS}
+    if gvisor:
+        # gVisor's own sysfs, /dev and devpts, and the directory of this sandbox's fd relay
+        # sockets (a bind of its bundle's empty uds/ dir: only this run's sockets appear).
+        allowed |= {"/sys", "/dev", "/dev/pts", "/dev/.assay-uds"}
     unexpected = [m for m in report["mounts"] if m not in allowed]
     assert unexpected == [], f"host mounts visible inside: {unexpected}"
