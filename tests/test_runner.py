@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import inspect
 from pathlib import Path
 
 import pytest
@@ -41,26 +40,6 @@ def test_execute_runs_a_prepared_request(runner: Runner) -> None:
     assert runner.execute(request).stdout == b"42\n"
     runner.run("pass")
     assert runner.bytecode_magic is not None and len(runner.bytecode_magic) == 8
-
-
-def test_run_and_request_take_one_parameter_list(runner: Runner) -> None:
-    """``run`` and ``request`` share their parameters (``run`` adds where it runs): help and
-    introspection show them, positional calls work, a wrong argument names the method."""
-    run = list(inspect.signature(Runner.run).parameters)
-    request = list(inspect.signature(Runner.request).parameters)
-    assert request == ["self", "code", "language", "stdin", "limits", "files", "args", "collect"]
-    assert run == [*request, "image", "isolation"]
-    assert list(inspect.signature(assay.run).parameters) == run
-    assert Runner.request.__name__ == "request" and "sandbox request" in (
-        Runner.request.__doc__ or ""
-    )
-    assert runner.run("print(input()[::-1])", "python", "abc").stdout == b"cba\n"
-    with pytest.raises(
-        TypeError, match=r"Runner\.run\(\) got an unexpected keyword argument 'stdn'"
-    ):
-        runner.run("pass", stdn="x")
-    with pytest.raises(TypeError, match=r"Runner\.request\(\) got an unexpected keyword"):
-        runner.request("pass", image="py39")  # where it runs is run's to say
 
 
 def test_failed_compiles_leave_no_build_gate_behind(runner: Runner) -> None:

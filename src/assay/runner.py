@@ -6,10 +6,9 @@ import atexit
 import collections
 import functools
 import hashlib
-import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from . import defaults, languages
@@ -33,59 +32,6 @@ if TYPE_CHECKING:
     from .images.pools import ImagePools
 
 __all__ = ["RunRequest", "Runner", "default_runner", "run", "run_async"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-S = TypeVar("S")
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    """A program and what it runs with: the parameters of :meth:`Runner.request`."""
-
-    code: str | bytes
-    language: str = "python"
-    stdin: str | bytes = b""
-    limits: Limits | None = None
-    files: Mapping[str, str | bytes] | None = None
-    args: Sequence[str] = ()
-    collect: Sequence[str] = ()
-
-
-@dataclass(frozen=True)
-class _Placed(_Inputs):
-    """The same, and where it runs: the parameters of :meth:`Runner.run`."""
-
-    image: str | None = field(default=None, kw_only=True)
-    isolation: str | None = field(default=None, kw_only=True)
-
-
-def _taking(
-    spec: Callable[P, S],
-) -> Callable[[Callable[[Runner, S], R]], Callable[Concatenate[Runner, P], R]]:
-    """A runner method whose parameters are ``spec``'s (declared once there, shown by
-    ``help``); the method itself receives them as one ``spec`` value."""
-    fields = list(inspect.signature(spec).parameters.values())
-
-    def decorate(method: Callable[[Runner, S], R]) -> Callable[Concatenate[Runner, P], R]:
-        own = inspect.signature(method)
-        signature = own.replace(parameters=[next(iter(own.parameters.values())), *fields])
-        name = method.__qualname__.replace("._", ".", 1)
-
-        @functools.wraps(method)
-        def call(self: Runner, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            try:
-                signature.bind(self, *args, **kwargs)
-            except TypeError as e:  # worded as Python words a bad call: the method named
-                raise TypeError(f"{name}() {e}") from None
-            return method(self, spec(*args, **kwargs))
-
-        call.__name__ = call.__name__.lstrip("_")
-        call.__qualname__ = name
-        call.__signature__ = signature  # type: ignore[attr-defined]
-        return call
-
-    return decorate
 
 
 class Runner:
@@ -157,25 +103,35 @@ class Runner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, job: _Inputs) -> ExecResult:
-        request = self._request(job)
-        if isinstance(request, ExecResult):
-            return request
-        with tracing.span("assay.run", {"assay.language": job.language}):
-            return self.execute(request)
-
-    @_taking(_Placed)
-    def run(self, job: _Placed) -> ExecResult:
+    def run(
+        self,
+        code: str | bytes,
+        language: str = "python",
+        stdin: str | bytes = b"",
+        limits: Limits | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        collect: Sequence[str] = (),
+        *,
+        image: str | None = None,
+        isolation: str | None = None,
+    ) -> ExecResult:
         """Build (cached) and run ``code``; ``args`` follow the program on its command line,
         ``collect`` names work-dir files to return in ``ExecResult.files``; ``image`` (an
         id, id prefix or name from ``assay image list``) runs it with that image as the
         sandbox's root instead of the host's; ``isolation`` (``"default"``, ``"gvisor"``)
         picks the tier (default: this runner's)."""
-        tier = check_isolation(job.isolation) if job.isolation is not None else self.isolation
-        if job.image is not None:
-            with self.images.use(job.image, tier) as inner:
-                return inner._run(job)
-        return self.tier(tier)._run(job)
+        tier = check_isolation(isolation) if isolation is not None else self.isolation
+        if image is not None:
+            with self.images.use(image, tier) as inner:
+                return inner.run(code, language, stdin, limits, files, args, collect)
+        if tier != self.isolation:
+            return self.tier(tier).run(code, language, stdin, limits, files, args, collect)
+        request = self.request(code, language, stdin, limits, files, args, collect)
+        if isinstance(request, ExecResult):
+            return request
+        with tracing.span("assay.run", {"assay.language": language}):
+            return self.execute(request)
 
     def execute(self, request: RunRequest) -> ExecResult:
         """Run a prepared sandbox request as it is (the judge's trusted scripts, a checker,
@@ -204,11 +160,18 @@ class Runner:
         """Arm up to ``slots`` sandboxes now (at most the pool size) instead of on first use."""
         self.sandbox.warm_up(min(slots, self.sandbox.pool_size))
 
-    def _request(self, job: _Inputs) -> RunRequest | ExecResult:
+    def request(
+        self,
+        code: str | bytes,
+        language: str = "python",
+        stdin: str | bytes = b"",
+        limits: Limits | None = None,
+        files: Mapping[str, str | bytes] | None = None,
+        args: Sequence[str] = (),
+        collect: Sequence[str] = (),
+    ) -> RunRequest | ExecResult:
         """The sandbox request that runs ``code`` (compiling it first, cached), or the
         ``compile_error`` result."""
-        code, language, stdin, limits = job.code, job.language, job.stdin, job.limits
-        files, args, collect = job.files, job.args, job.collect
         lang = languages.get(language)
         source = code.encode() if isinstance(code, str) else code
         if not isinstance(source, bytes):
@@ -252,7 +215,6 @@ class Runner:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))
 
-    request = _taking(_Inputs)(_request)
     run_async = threaded(run)
 
     def _build(self, lang: languages.Language, build: languages.Build) -> bytes | ExecResult:
@@ -356,6 +318,8 @@ def _image_runner(config: SandboxConfig, pool_size: int, cache: CompileCache) ->
     return Runner(open_sandbox(config, pool_size=pool_size), compile_cache=cache)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
 _default: Runner | None = None
 _default_lock = threading.Lock()
 
