@@ -365,3 +365,19 @@ def test_stored_records_count_every_result(tmp_path: Path) -> None:
     assert sorted(table["job_id"].to_pylist()) == sorted(r.job_id for r in results)
     [ran] = [r.job_id for r in results if not r.cache_hit]
     assert table["source_job_id"].to_pylist() == [ran] * 5
+
+
+def test_a_finished_batch_is_let_go_before_its_caller_has_the_results() -> None:
+    # Whatever the worker does after delivering the last result (records, metrics; slow on a
+    # loaded machine), the executor already holds neither the batch nor its results: a
+    # stream of large outputs cannot pile up between two batches.
+    class SlowRecords(MemoryWriter):
+        def write(self, record):  # type: ignore[no-untyped-def]
+            time.sleep(0.5)
+            super().write(record)
+
+    p = problem("p", 0.01)
+    with executor(Counting(), records=SlowRecords()) as ex:
+        handle = ex.submit([Submission(p, f"print({i})") for i in range(3)])
+        handle.gather()
+        assert handle.id not in ex._handles

@@ -28,6 +28,9 @@ class BatchHandle:
         self._callbacks: list[Callback] = []
         self._canceller = canceller
         self._streaming = 0  # consumers waiting for the next result, not for the last one
+        #: Called once, with the last result stored and before any waiter wakes: the
+        #: executor lets go of the batch (and of its results) before its caller has them.
+        self._on_complete: Callable[[BatchHandle], None] | None = None
 
     # -- producer side (the executor) ------------------------------------------------------
     def _deliver(self, result: JobResult) -> bool:
@@ -38,9 +41,20 @@ class BatchHandle:
             self._slots[result.index] = result
             self._arrived.append(result)
             callbacks = list(self._callbacks)
+            last = len(self._arrived) == self.size
             # Waking a waiter that only wants the whole batch for every result costs a
             # thread switch per job; wake it for the last one.
-            if self._streaming or len(self._arrived) == self.size:
+            if self._streaming and not last:
+                self._cond.notify_all()
+        if last:
+            if self._on_complete is not None:
+                try:
+                    self._on_complete(self)
+                except Exception:  # never keep the waiters waiting
+                    import logging
+
+                    logging.getLogger(__name__).exception("batch completion hook failed")
+            with self._cond:
                 self._cond.notify_all()
         for cb in callbacks:
             _safe(cb, result)

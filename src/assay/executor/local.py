@@ -212,6 +212,7 @@ class LocalExecutor(SlotCalls):
             if self.cache is not None:
                 self._inflight.update(fresh)
             self._handles[handle.id] = (handle, entries, caller, priority)
+            handle._on_complete = self._forget
             if deadline_s is not None:
                 self._reaper.add(mono + deadline_s, batch_seq, handle)
         for language, n in collections.Counter(i.language for i in infos).items():
@@ -451,12 +452,12 @@ class LocalExecutor(SlotCalls):
             self.metrics.completed(info.language, ex.verdict)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("job done", extra=_records.log_fields(sub.handle.id, sub.caller, result))
-            self._forget_if_done(sub.handle)
 
-    def _forget_if_done(self, handle: BatchHandle) -> None:
-        if handle.done:
-            with self._lock:
-                self._handles.pop(handle.id, None)
+    def _forget(self, handle: BatchHandle) -> None:
+        """Drop a finished batch (its results are its caller's alone); the batch's last
+        delivery does it before its caller wakes (``BatchHandle._on_complete``)."""
+        with self._lock:
+            self._handles.pop(handle.id, None)
 
     # -- deadlines and cancellation (the reaper thread is in _deadlines.py) ----------------
     def _cancel(self, handle: BatchHandle) -> None:
