@@ -381,3 +381,17 @@ def test_a_finished_batch_is_let_go_before_its_caller_has_the_results() -> None:
         handle = ex.submit([Submission(p, f"print({i})") for i in range(3)])
         handle.gather()
         assert handle.id not in ex._handles
+
+
+def test_a_finished_batch_with_a_far_deadline_is_not_kept_until_it() -> None:
+    import gc
+    import weakref
+
+    p = problem("p", 0.01)
+    with executor(Counting()) as ex:
+        handle = ex.submit([Submission(p, "print(1)")], deadline_s=3600)
+        handle.gather()
+        ref = weakref.ref(handle)
+        del handle
+        gc.collect()
+        assert ref() is None, "the deadline thread keeps a finished batch (and its results)"

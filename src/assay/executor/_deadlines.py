@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 from .batch import BatchHandle
@@ -21,7 +22,9 @@ class Reaper:
     def __init__(self, expire: Callable[[BatchHandle], None]) -> None:
         self._expire = expire
         self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, BatchHandle]] = []
+        #: Weak: a batch that finished (the executor lets go of it) and that its caller
+        #: dropped is not kept, with its results, until its deadline.
+        self._heap: list[tuple[float, int, weakref.ref[BatchHandle]]] = []
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="assay-deadlines", daemon=True)
         self._thread.start()
@@ -29,7 +32,7 @@ class Reaper:
     def add(self, at: float, seq: int, handle: BatchHandle) -> None:
         """End ``handle`` at monotonic time ``at`` (``seq`` orders equal times)."""
         with self._cond:
-            heapq.heappush(self._heap, (at, seq, handle))
+            heapq.heappush(self._heap, (at, seq, weakref.ref(handle)))
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -43,7 +46,10 @@ class Reaper:
             while not self._closed:
                 now = time.monotonic()
                 if self._heap and self._heap[0][0] <= now:
-                    _, _, handle = heapq.heappop(self._heap)
+                    _, _, ref = heapq.heappop(self._heap)
+                    handle = ref()
+                    if handle is None:
+                        continue
                     self._cond.release()
                     try:
                         self._expire(handle)
