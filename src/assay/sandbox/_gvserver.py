@@ -362,6 +362,8 @@ def run(
         os.close(fd)
     wall = time.monotonic() - started
     cpu = max(cpu, _children_cpu() - cpu0)
+    if not reason and cpu >= lim["time_s"]:
+        reason = "time"  # over its CPU time, though it ended between two readings
     assert status is not None
     exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
