@@ -61,7 +61,18 @@ with LocalExecutor(Runner(Sandbox(pool_size=2)), slots=2, state_dir=sys.argv[1])
     batch(0, 2)
     before = live()
     batch(2, 12)
+    # What stays, not what is on its way out: a result still referenced for a moment by a
+    # thread that delivered it (on a loaded machine) is not growth; a cache would stay.
+    import time
     growth = live() - before
+    for _ in range(100):
+        if growth < 64 << 20:
+            break
+        time.sleep(0.1)
+        growth = min(growth, live() - before)
+    if growth >= 64 << 20:
+        top = tracemalloc.take_snapshot().statistics("lineno")[:3]
+        print(*top, sep=chr(10), file=sys.stderr)
     assert ex.cache is not None and ex.cache.nbytes <= ex.cache.max_bytes
 print(growth)
 """
@@ -81,7 +92,10 @@ def test_executor_memory_flat_under_distinct_large_outputs(tmp_path) -> None:  #
     )
     assert out.returncode == 0, out.stderr[-2000:]
     growth = int(out.stdout.split()[-1])
-    assert growth < 64 * MiB, f"executor grew {growth / MiB:.0f} MiB over 12 distinct 15 MiB runs"
+    assert growth < 64 * MiB, (
+        f"executor grew {growth / MiB:.0f} MiB over 12 distinct 15 MiB runs, still 10 s later; "
+        f"held by: {out.stderr[-1500:]}"
+    )
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc (Debian gcc)")
