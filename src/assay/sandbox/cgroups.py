@@ -285,9 +285,8 @@ class CgroupV1:
                 continue
             for entry in entries:
                 if entry.is_dir() and _session_is_stale(entry.name):
-                    for sub in os.scandir(entry.path):
-                        if sub.is_dir():
-                            _kill_procs(os.path.join(sub.path, "cgroup.procs"))
+                    for sub in _subdirs(entry.path):
+                        _kill_procs(os.path.join(sub, "cgroup.procs"))
                     _rmdir_tree(entry.path)
                     n += 1
         return n
@@ -466,9 +465,8 @@ class CgroupV2:
         n = 0
         for entry in os.scandir(self.parent):
             if entry.is_dir() and _session_is_stale(entry.name):
-                for sub in os.scandir(entry.path):
-                    if sub.is_dir():
-                        _V2Run(sub.path).kill_all()
+                for sub in _subdirs(entry.path):
+                    _V2Run(sub).kill_all()
                 _rmdir_tree(entry.path)
                 n += 1
         return n
@@ -479,6 +477,15 @@ class CgroupV2:
 
 def _ncpu() -> int:
     return len(os.sched_getaffinity(0))
+
+
+def _subdirs(path: str) -> list[str]:
+    """The child cgroups of ``path``; none if it is gone (another supervisor starting at the
+    same time reclaimed the same stale session first)."""
+    try:
+        return [e.path for e in os.scandir(path) if e.is_dir()]
+    except FileNotFoundError:
+        return []
 
 
 def _unique(paths: Iterable[str]) -> list[str]:
