@@ -8,7 +8,7 @@ import itertools
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 def _read(path: str) -> str:
@@ -154,3 +154,17 @@ def _own_cgroup(hierarchy: str) -> str:
         if hierarchy and hierarchy in controllers.split(","):
             return path
     return "/"
+
+
+def _subdirs(path: str) -> list[str]:
+    """The child cgroups of ``path``; none if it is gone (another supervisor starting at the
+    same time reclaimed the same stale session first)."""
+    try:
+        return [e.path for e in os.scandir(path) if e.is_dir()]
+    except FileNotFoundError:
+        return []
+
+
+def _unique(paths: Iterable[str]) -> list[str]:
+    """``paths`` without repeats, in order (co-mounted v1 controllers share a directory)."""
+    return list(dict.fromkeys(paths))

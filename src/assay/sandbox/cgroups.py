@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,6 +32,8 @@ from ._cgroupfs import (
     _rmdir_retry,
     _rmdir_tree,
     _session_is_stale,
+    _subdirs,
+    _unique,
     _write,
     session_name,
 )
@@ -477,20 +478,6 @@ class CgroupV2:
 
 def _ncpu() -> int:
     return len(os.sched_getaffinity(0))
-
-
-def _subdirs(path: str) -> list[str]:
-    """The child cgroups of ``path``; none if it is gone (another supervisor starting at the
-    same time reclaimed the same stale session first)."""
-    try:
-        return [e.path for e in os.scandir(path) if e.is_dir()]
-    except FileNotFoundError:
-        return []
-
-
-def _unique(paths: Iterable[str]) -> list[str]:
-    """``paths`` without repeats, in order (co-mounted v1 controllers share a directory)."""
-    return list(dict.fromkeys(paths))
 
 
 def detect(override: str | None = None) -> CgroupBackend | None:
