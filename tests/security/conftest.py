@@ -73,10 +73,11 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
     foreign |= {pid for pid, (uid, _pp) in procs.items() if uid == 0 and _is_runsc(pid)}
     found = []
     for pid, (uid, _ppid) in procs.items():
-        if not is_sandbox_uid(uid) or (_GVISOR and _is_runsc(pid)):
-            # (under gVisor: a Sentry or one of its host stubs, still exiting after its
-            # sandbox was torn down; gVisor's machinery, never a program, which the host
-            # cannot see. Not on the default tier, where a program could exec runsc itself.)
+        if not is_sandbox_uid(uid) or (_GVISOR and (_is_runsc(pid) or _is_zombie(pid))):
+            # (under gVisor: a Sentry or one of its host stubs, still exiting or dead and not
+            # yet reaped after its sandbox was torn down; gVisor's machinery, never a
+            # program, which the host cannot see. Not on the default tier, where a program
+            # could exec runsc itself, and where an unreaped program is a finding.)
             continue
         cur, under_foreign = pid, False
         for _ in range(64):  # walk up to the host's init
@@ -94,6 +95,14 @@ def sandbox_uid_processes(own_zygote: int | None) -> list[int]:
 
 _RUNSC = os.path.realpath(shutil.which("runsc") or "/usr/bin/runsc")
 _GVISOR = os.environ.get("ASSAY_ISOLATION") == "gvisor"
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _is_runsc(pid: int) -> bool:
