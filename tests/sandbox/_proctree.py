@@ -83,9 +83,11 @@ def sandbox_program_with_child(root: int) -> bool:
     that the test's own program is running, whatever the pool looks like.
     """
     for pid in descendants(root):
-        if is_sandbox_uid(uid_of(pid)):
+        uid = uid_of(pid)  # None: it exited since it was listed
+        if uid is not None and is_sandbox_uid(uid):
             parent = ppid_of(pid)
-            if parent is not None and is_sandbox_uid(uid_of(parent)):
+            parent_uid = uid_of(parent) if parent is not None else None
+            if parent_uid is not None and is_sandbox_uid(parent_uid):
                 return True
     return False
 

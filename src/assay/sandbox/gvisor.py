@@ -226,10 +226,12 @@ class GVisorSandbox:
             self._refill(1)
         if container is not None:
             return container
-        try:
-            return Container(self)
-        except SandboxError:  # a start can fail when many start at once: one more try
-            return Container(self)
+        for delay in (0.1, 0.5):  # a start can fail when many start at once on a busy host
+            try:
+                return Container(self)
+            except SandboxError:
+                time.sleep(delay)
+        return Container(self)
 
     def _refill(self, at_most: int | None = None) -> None:
         with self._lock:
