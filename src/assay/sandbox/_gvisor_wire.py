@@ -113,15 +113,18 @@ def send(fd: int, msg: dict[str, Any]) -> None:
 def recv_bytes(fd: int, n: int, deadline: float) -> bytes | None:
     """Exactly ``n`` bytes from ``fd`` (never more: raw bytes follow some messages), or None
     at EOF or the deadline."""
-    buf = bytearray()
-    while len(buf) < n:
+    chunks, got = [], 0
+    while got < n:
         if not readable(fd, max(0.0, deadline - time.monotonic())):
             return None
-        chunk = os.read(fd, min(n - len(buf), 1 << 20))
+        chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
             return None
-        buf += chunk
-    return bytes(buf)
+        chunks.append(chunk)
+        got += len(chunk)
+    # One allocation of the result (as the default tier joins its output): a growing
+    # bytearray and its copy would take three times the size, and fragment the heap.
+    return b"".join(chunks)
 
 
 def send_bytes(fd: int, data: bytes, deadline: float) -> bool:
