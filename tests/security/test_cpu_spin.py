@@ -22,7 +22,7 @@ SPINS = {
 
 
 @pytest.mark.parametrize("code", SPINS.values(), ids=SPINS.keys())
-def test_cpu_spin_is_stopped_at_cpu_limit(runner, code: str) -> None:  # type: ignore[no-untyped-def]
+def test_cpu_spin_is_stopped_at_cpu_limit(runner, code: str, gvisor: bool) -> None:  # type: ignore[no-untyped-def]
     # A generous wall backstop: only the CPU limit may end the run, however busy the host.
     limits = Limits(time_s=1, wall_s=10)
     started = time.monotonic()
@@ -31,6 +31,10 @@ def test_cpu_spin_is_stopped_at_cpu_limit(runner, code: str) -> None:  # type: i
 
     assert result.status == "time_limit", (result.status, result.stderr[-2000:])
     assert result.cpu_s >= limits.time_s, result.cpu_s
-    assert result.cpu_s < limits.time_s + 0.5, f"overshot the CPU budget: {result.cpu_s}"
+    # Under gVisor the CPU is read every 10 ms by the exec server inside the sandbox, which
+    # competes with the program for the CPU on a loaded host (1.59 s once in CI); its
+    # RLIMIT_CPU hard limit, one second past the budget, bounds the overshoot.
+    slack = 1.1 if gvisor else 0.5
+    assert result.cpu_s < limits.time_s + slack, f"overshot the CPU budget: {result.cpu_s}"
     assert result.wall_s <= limits.effective_wall_s + 0.5, result.wall_s
     assert elapsed < limits.effective_wall_s + 1.5, f"run() returned after {elapsed:.2f}s"

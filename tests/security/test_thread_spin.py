@@ -54,7 +54,7 @@ CASES = {"c-pthreads": ("c", C_THREADS), "python-threads": ("python", PY_THREADS
 
 
 @pytest.mark.parametrize(("language", "code"), CASES.values(), ids=CASES.keys())
-def test_parallel_threads_hit_time_limit(runner, language: str, code: str) -> None:  # type: ignore[no-untyped-def]
+def test_parallel_threads_hit_time_limit(runner, language: str, code: str, gvisor: bool) -> None:  # type: ignore[no-untyped-def]
     # A generous wall backstop: only the CPU limit may end the run, however busy the host.
     limits = Limits(time_s=1, wall_s=10, processes=32)
     result = runner.run(code, language=language, limits=limits)
@@ -62,5 +62,9 @@ def test_parallel_threads_hit_time_limit(runner, language: str, code: str) -> No
     assert b"all threads finished" not in result.stdout, "threads' CPU was not charged"
     assert result.status == "time_limit", (result.status, result.stderr[-2000:])
     assert result.cpu_s >= limits.time_s, result.cpu_s
-    assert result.cpu_s < limits.time_s + 0.5, f"overshot the CPU budget: {result.cpu_s}"
+    # Under gVisor the CPU is read every 10 ms by the exec server inside the sandbox, which
+    # competes with the program for the CPU on a loaded host (1.59 s once in CI); its
+    # RLIMIT_CPU hard limit, one second past the budget, bounds the overshoot.
+    slack = 1.1 if gvisor else 0.5
+    assert result.cpu_s < limits.time_s + slack, f"overshot the CPU budget: {result.cpu_s}"
     assert result.wall_s <= limits.effective_wall_s + 0.5, result.wall_s
