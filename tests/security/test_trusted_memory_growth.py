@@ -184,8 +184,10 @@ def test_service_rss_flat_under_distinct_large_outputs(tmp_path) -> None:  # typ
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    # A cache of outputs would grow by ~15 MiB a run, 240 MiB per stretch of 16.
+    # A cache of outputs would grow by ~15 MiB a run: 240 MiB per stretch of 16, 480 over
+    # 32. The bounds leave room for what the C allocator keeps of freed 15 MiB buffers on a
+    # loaded host (up to 81 MiB over 32 outputs seen in CI), far below either.
     late = marks[2] - marks[1]
-    assert late < 48 * MiB, f"assay serve grew {late / MiB:.0f} MiB over 16 more outputs ({marks})"
+    assert late < 64 * MiB, f"assay serve grew {late / MiB:.0f} MiB over 16 more outputs ({marks})"
     growth = marks[2] - marks[0]
-    assert growth < 80 * MiB, f"assay serve grew {growth / MiB:.0f} MiB over 32 distinct outputs"
+    assert growth < 120 * MiB, f"assay serve grew {growth / MiB:.0f} MiB over 32 distinct outputs"
