@@ -98,7 +98,7 @@ def _plain(text: str) -> str:
 
 def openapi_spec() -> dict[str, Any]:
     """The service's OpenAPI document, from the app itself (no server, no executor)."""
-    from assay.server.app import create_app
+    from assay.server import create_app
 
     spec: dict[str, Any] = create_app().openapi()
     return spec
@@ -180,7 +180,7 @@ def http_markdown() -> str:
             out.append("")
     out += ["## Schemas", ""]
     for name, schema in spec.get("components", {}).get("schemas", {}).items():
-        out += [f'### {_short(name)} {{ #{_anchor(name)} }}', ""]
+        out += [f"### {_short(name)} {{ #{_anchor(name)} }}", ""]
         if schema.get("description"):
             out += [schema["description"].strip(), ""]
         props = schema.get("properties", {})

@@ -75,5 +75,5 @@ def test_a_failing_example_fails(tmp_path: Path) -> None:
 def test_a_marker_without_a_block_is_an_error(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(f"{MARKER}\nsome prose\n")
-    with pytest.raises(ValueError, match="page.md:1"):
+    with pytest.raises(ValueError, match=r"page\.md:1"):
         blocks_in(page)
