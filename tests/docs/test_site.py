@@ -115,7 +115,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield out
 
 
+#: Both tests share one build: with xdist they go to the same worker (``--dist loadgroup``).
+_ONE_BUILD = pytest.mark.xdist_group("docs-site")
+
+
 @pytest.mark.slow
+@_ONE_BUILD
 def test_the_site_builds_strict_with_every_reference_page(site: Path) -> None:
     for page in ("index", "getting-started", "reference/python", "explanations/performance"):
         assert (site / f"{page}.html").is_file(), page
@@ -130,6 +135,7 @@ def test_the_site_builds_strict_with_every_reference_page(site: Path) -> None:
 
 
 @pytest.mark.slow
+@_ONE_BUILD
 def test_the_built_site_needs_no_cdn(site: Path) -> None:
     assert external_fetches(site) == []
 

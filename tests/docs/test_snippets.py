@@ -41,6 +41,7 @@ def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # each starts an interpreter and a sandbox pool: 1-15 s on a loaded host
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_example_runs(block: Block, tmp_path: Path) -> None:
     done = run_block(block, tmp_path)
