@@ -1,5 +1,5 @@
 """``assay serve``'s options (issue 14): ``--slots`` sets sandbox slots; ``--workers`` is a
-deprecated alias that says so; the README's default matches the code."""
+deprecated alias that says so; the service guide's default matches the code."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from assay.cli import app
 from assay.server import cli as server_cli
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs/guides/service.md"
 
 
 @pytest.fixture
@@ -49,10 +49,10 @@ def test_bad_slots_name_the_option(served: list[tuple[Any, ...]]) -> None:
     assert served == []
 
 
-def test_auto_is_two_per_cpu_as_the_readme_says() -> None:
+def test_auto_is_two_per_cpu_as_the_guide_says() -> None:
     cpus = len(os.sched_getaffinity(0))
     assert server_cli.slot_count("auto") == 2 * cpus
-    text = README.read_text()
+    text = GUIDE.read_text()
     assert re.search(r"assay serve .*--slots auto = 2 per CPU", text)
     assert "cores + 1" not in text and "serve --workers" not in text
     help_text = invoke("--help").output
