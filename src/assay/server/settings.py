@@ -7,7 +7,7 @@ of tying up sandboxes or memory; the defaults suit a trainer sending RL rollouts
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import tenants
 
@@ -47,9 +47,9 @@ class Settings:
     max_batches_kept_bytes: int = 256 << 20
     #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth):
     #: the one token of the tenant ``default`` (see :mod:`assay.server.tenants`).
-    api_token: str | None = None
-    #: ``(tenant name, token)`` pairs: each token authenticates its tenant.
-    api_tokens: tuple[tuple[str, str], ...] = ()
+    api_token: str | None = field(default=None, repr=False)
+    #: ``(tenant name, token)`` pairs: each token authenticates its tenant (never in a repr).
+    api_tokens: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     #: Tenants that see every tenant's batches, sessions and dashboard rows.
     admin_tenants: frozenset[str] = frozenset()
     #: Seconds graceful shutdown waits for in-flight batches before cancelling them.
