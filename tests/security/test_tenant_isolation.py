@@ -16,10 +16,7 @@ import base64
 import os
 import re
 import secrets
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +27,7 @@ import httpx
 import pytest
 
 from assay.server import Settings, create_app
+from serve_helpers import assay_serve, free_port, start
 
 pytestmark = pytest.mark.xdist_group("tenant_isolation")
 
@@ -40,25 +38,11 @@ GOOD = "print(sum(map(int, input().split())))"
 SECRET = b"alice's work"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _env(**extra: str) -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_API_TOKEN", "ASSAY_ADMIN"))
     }
     return {**env, **extra}
-
-
-def _serve(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    """``assay serve`` with ``args``, its log in ``log`` (a pipe nobody reads would fill
-    and stall the service)."""
-    argv = [sys.executable, "-c", "from assay.cli import main; main()", "serve", *args]
-    with log.open("wb") as out:
-        return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=out, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -67,31 +51,10 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tokens = home / "tokens"
     lines = [f"{name}:{token}" for name, token in TOKENS.items()]
     tokens.write_text("# trainers, then the operators\n\n" + "\n".join(lines) + "\n")
-    port = _free_port()
     env = _env(ASSAY_API_TOKENS_FILE=str(tokens), ASSAY_ADMIN_TENANTS="ops")
-    log = home / "serve.log"
-    args = ("--port", str(port), "--slots", "2", "--records", str(home / "rec"))
-    proc = _serve(*args, env=env, log=log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"assay serve did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+    args = ("--slots", "2", "--records", str(home / "rec"))
+    with assay_serve(*args, env=env, log=home / "serve.log") as base:
         yield base
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _client(url: str, name: str | None) -> httpx.Client:
@@ -346,7 +309,7 @@ def test_no_token_or_a_wrong_one_is_refused(url: str) -> None:
 
 def _refused(*args: str, env: dict[str, str], log: Path) -> str:
     """``assay serve``'s error line; fails unless it exits with status 2 at once."""
-    proc = _serve(*args, env=env, log=log)
+    proc = start(*args, env=env, log=log)
     try:
         proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
@@ -361,7 +324,7 @@ def _refused(*args: str, env: dict[str, str], log: Path) -> str:
 
 
 def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
-    args = ("--host", "0.0.0.0", "--port", str(_free_port()))
+    args = ("--host", "0.0.0.0", "--port", str(free_port()))
     line = _refused(*args, env=_env(), log=tmp_path / "log")
     assert "0.0.0.0" in line and "--insecure-no-auth" in line and "ASSAY_API_TOKENS" in line
 
@@ -370,5 +333,5 @@ def test_serve_names_the_malformed_line_of_a_token_file(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# comment\nalice:{TOKENS['alice']}\nbob {TOKENS['bob']}\n")
     env = _env(ASSAY_API_TOKENS_FILE=str(tokens))
-    line = _refused("--port", str(_free_port()), env=env, log=tmp_path / "log")
+    line = _refused("--port", str(free_port()), env=env, log=tmp_path / "log")
     assert "line 3" in line and str(tokens) in line and TOKENS["bob"] not in line
