@@ -26,6 +26,7 @@ from ..tasks import AgentTask, tar_of
 from . import _convert
 from ._service import PRIORITIES, Svc, Who, caller_of
 from .models import Priority, ProcessOutput
+from .tenants import Tenant
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
@@ -127,7 +128,7 @@ def _unknown(exc: UnknownSession) -> JSONResponse:
     return JSONResponse({"field": "session", "message": f"session: {exc}"}, 404)
 
 
-async def _on(m: SessionManager, who: Who, session_id: str, fn: str, *args: Any) -> Any:
+async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: Any) -> Any:
     """Call ``fn`` of ``who``'s session ``session_id`` off the event loop; errors become
     answers (another tenant's session is unknown: 404)."""
     try:
