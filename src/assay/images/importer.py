@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from .. import defaults
 from ..errors import ValidationError
-from ._unpack import apply_layer, member_path
+from ._unpack import Budget, apply_layer, member_path
 from .store import Image, ImageStore
 
 FIELD = "archive"
@@ -41,7 +42,7 @@ Progress = Callable[[int, int], None]
 class _Source:
     """Files of the archive by name: a directory or a tar (members never extracted)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, budget: Budget) -> None:
         self.path = path
         self.tar: tarfile.TarFile | None = None
         self.members: dict[str, tarfile.TarInfo] = {}
@@ -51,7 +52,11 @@ class _Source:
             self.tar = tarfile.open(path, "r:*")
         except (tarfile.TarError, OSError) as exc:
             raise ValidationError(FIELD, f"{path!r} is not a tar archive: {exc}") from None
-        for m in self.tar.getmembers():
+        # The archive's own members count against the same cap as the layers they hold
+        # (a compressed archive of a huge blob is a bomb before any layer is read).
+        outer = Budget(budget.max_bytes, budget.max_entries)
+        for m in self.tar:
+            outer.take(FIELD, m)
             self.members[member_path(FIELD, m.name)] = m
 
     def exists(self, name: str) -> bool:
@@ -155,17 +160,22 @@ def import_image(
     store: ImageStore | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    max_bytes: int = defaults.IMAGE_MAX_BYTES,
+    max_entries: int = defaults.IMAGE_MAX_ENTRIES,
 ) -> Image:
     """Import the OCI layout (directory or tar) or ``docker save`` archive at ``path``.
 
     Raises :class:`ValidationError` (field ``archive``) for anything unsafe or malformed:
     absolute or ``..`` member names, device nodes, links leaving the image, digest
-    mismatches. ``progress(done, total)`` is called per layer.
+    mismatches, an image expanding past ``max_bytes`` of file data or ``max_entries``
+    entries (all layers together; nothing is left in the store). ``progress(done, total)``
+    is called per layer.
     """
     store = store or ImageStore()
     if not os.path.exists(path):
         raise ValidationError(FIELD, f"{path!r} does not exist")
-    src = _Source(path)
+    budget = Budget(max_bytes, max_entries)
+    src = _Source(path, budget)
     try:
         if src.exists("index.json"):
             layers, config = _oci_layers(src)
@@ -193,7 +203,7 @@ def import_image(
             os.mkdir(rootfs, 0o755)
             for done, (layer, _expected) in enumerate(layers):
                 with src.open(layer) as fh:
-                    apply_layer(FIELD, rootfs, fh)
+                    apply_layer(FIELD, rootfs, fh, budget)
                 if progress is not None:
                     progress(done + 1, len(layers))
             kept: dict[str, Any] = {
