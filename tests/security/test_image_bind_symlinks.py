@@ -1,0 +1,188 @@
+"""A hostile task image whose every bind source is a symlink to a host path.
+
+The sandbox of an image-rooted run binds the image's runtime directories (``/lib``,
+``/bin`` ...) and a few ``/etc`` entries (``alternatives``, ``java-17-openjdk``,
+``ld.so.cache`` ...) into its template. The fork server that does so runs with the image as
+its ``/`` but with a procfs and device nodes of its own mounted there; an image whose
+``etc/alternatives`` is a link to ``/dev``, ``etc/java-17-openjdk`` to ``/proc`` or
+``etc/localtime`` to ``/proc/1/root/<host file>`` handed every program of that image the
+host's ``/dev``, every host process's command line, or any host file. The image here is
+made by the test (the host's Python 3.11 and its libraries, hard-linked into a private
+store, with no importer in between to neutralise the links), and the program looks for
+anything of the host: a marker in a host file and in a host process's command line, and
+device nodes beyond the sandbox's own five.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay import Runner, defaults
+from assay.images import Image, ImageStore
+
+HOST_PYTHON = "/usr/bin/python3.11"
+
+#: The program: walks every bind destination (and /dev), following the top-level link,
+#: not the ones below it; reads every regular file's first 64 KiB; lists device nodes. The
+#: sandbox's own procfs (its /proc) is skipped: its processes are the run's own.
+PROBE = r"""
+import json, os, stat, sys
+mark = sys.argv[1].encode() if len(sys.argv) > 1 else MARK
+own_proc = os.stat("/proc").st_dev
+found = {"marker": [], "devices": [], "files": 0}
+seen = set()
+def visit(path, depth, follow):
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return
+    if st.st_dev == own_proc or (st.st_dev, st.st_ino) in seen or found["files"] > 60000:
+        return
+    seen.add((st.st_dev, st.st_ino))
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        found["devices"].append([path, st.st_rdev])
+    elif stat.S_ISREG(st.st_mode):
+        found["files"] += 1
+        try:
+            with open(path, "rb") as fh:
+                if mark in fh.read(65536):
+                    found["marker"].append(path)
+        except OSError:
+            pass
+    elif stat.S_ISDIR(st.st_mode) and depth < 4:
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return
+        for name in names:
+            visit(os.path.join(path, name), depth + 1, False)
+for top in ROOTS:
+    visit(top, 0, True)
+print(json.dumps(found))
+"""
+
+
+def _libraries(files: list[str]) -> set[str]:
+    """The shared libraries (as the loader names them) ``files`` need, by ``ldd``."""
+    out = subprocess.run(["ldd", *files], capture_output=True, text=True).stdout
+    return set(re.findall(r"=> (/\S+)", out)) | set(re.findall(r"^\s+(/\S+ld-linux\S*)", out, re.M))
+
+
+def _place(src: str, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dst)
+        return
+    try:
+        os.link(src, dst)  # the store and /usr share a file system: nothing is copied
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _tiny_rootfs(rootfs: Path) -> None:
+    """The host's Python 3.11 with its standard library and libraries, merged-/usr style."""
+    stdlib = "/usr/lib/python3.11"
+    for dirpath, dirs, names in os.walk(stdlib):
+        dirs[:] = [d for d in dirs if d not in ("test", "site-packages", "dist-packages")]
+        for name in names:
+            src = os.path.join(dirpath, name)
+            _place(src, rootfs / src.lstrip("/"))
+    _place(HOST_PYTHON, rootfs / "usr/bin/python3.11")
+    os.symlink("python3.11", rootfs / "usr/bin/python3")
+    dynload = [str(p) for p in Path(stdlib, "lib-dynload").glob("*.so")]
+    for lib in _libraries([HOST_PYTHON, *dynload]):
+        real = os.path.realpath(lib)
+        rel = re.sub(r"^/(usr/)?", "usr/", lib)  # /lib/x86_64-linux-gnu/... -> usr/lib/...
+        _place(real, rootfs / rel)  # the loader: /lib64/ld-linux... -> usr/lib64/...
+    os.symlink("usr/lib64", rootfs / "lib64")
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ImageStore, Image, str]]:
+    """A private store holding the hostile image, and the marker of the host's secrets."""
+    if os.geteuid() != 0 or not os.path.exists(HOST_PYTHON) or shutil.which("ldd") is None:
+        pytest.skip(f"needs root, {HOST_PYTHON} and ldd (Debian 12's python3.11) on the host")
+    base = tmp_path_factory.mktemp("hostile-image")
+    mark = "host-secret-" + uuid.uuid4().hex
+    secrets = base / "host-secrets"
+    secrets.mkdir()
+    for name in ("secret", "openssl.cnf", "ld.so.conf"):
+        (secrets / name).write_text(mark + "\n")
+    store = ImageStore(base / "store")
+    staging = store.staging()
+    rootfs = Path(staging, "rootfs")
+    rootfs.mkdir()
+    _tiny_rootfs(rootfs)
+    host = f"/proc/{os.getpid()}/root{secrets}"  # the host's root, seen through this process
+    etc = rootfs / "etc"
+    etc.mkdir()
+    links = {
+        # every /etc entry the sandbox binds (defaults.ETC_BINDS)
+        "etc/alternatives": "/dev",
+        "etc/java-17-openjdk": "/proc",
+        "etc/ld.so.conf.d": "/proc/sys/kernel",
+        "etc/ld.so.cache": "/proc/1/environ",
+        "etc/ld.so.conf": "../../../.." + str(secrets / "ld.so.conf"),
+        "etc/localtime": "/dev/kmsg",
+        "etc/mime.types": "/proc/1/cmdline",
+        # the runtime directories python3 does not need (defaults.RO_BINDS)
+        "lib": "/proc/1/root/usr/lib",
+        "bin": "/dev",
+        "sbin": "/proc",
+        "lib32": host,
+        "libx32": "/proc/1/root",
+    }
+    assert {k[4:] for k in links if k.startswith("etc/")} == set(defaults.ETC_BINDS) - {
+        "ssl/openssl.cnf"
+    }
+    for rel, target in links.items():
+        os.symlink(target, rootfs / rel)
+    # A link within the image is no attack: it resolves as if the image were / (a control).
+    (rootfs / "usr/share").mkdir()
+    (rootfs / "usr/share/assay-legit.cnf").write_text("legit\n")
+    (etc / "ssl").mkdir()
+    os.symlink("/usr/share/assay-legit.cnf", etc / "ssl/openssl.cnf")
+    image = store.commit(staging, "a" * 64, "hostile-binds", "test", {})
+    # A host process whose command line carries the marker: any host procfs shows it.
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", mark])
+    try:
+        yield store, image, mark
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_nothing_of_the_host_is_visible_through_an_images_links(
+    hostile: tuple[ImageStore, Image, str],
+) -> None:
+    store, image, mark = hostile
+    roots = ["/etc", "/dev", "/lib", "/bin", "/sbin", "/lib32", "/libx32"]
+    roots += ["/usr/lib/python3.11/json", "/usr/lib/python3.11/email"]  # a control
+    code = PROBE.replace("MARK", repr(mark.encode())).replace("ROOTS", repr(roots))
+    with Runner() as runner:
+        runner.images.store = store
+        res = runner.run(code, image=image.id)
+        allowed = runner.run(
+            "import os, json; print(json.dumps(sorted(os.stat('/dev/' + n).st_rdev for n in"
+            " ('null', 'zero', 'random', 'urandom', 'full'))))",
+            image=image.id,
+        )
+        legit = runner.run("print(open('/etc/ssl/openssl.cnf').read(), end='')", image=image.id)
+    assert legit.stdout == b"legit\n", legit.stderr
+    assert res.status == "ok", res.stderr
+    found = json.loads(res.stdout)
+    assert found["files"] > 20  # the walk ran (the control: the image's own json, email)
+    assert found["marker"] == []  # no host file, no host process's command line
+    own = set(json.loads(allowed.stdout))
+    assert [d for d in found["devices"] if d[1] not in own] == []  # no host device node
