@@ -166,3 +166,32 @@ def test_too_many_entries_are_refused(tmp_path: Path, store: ImageStore) -> None
     with pytest.raises(ValidationError, match="cap of 20 entries"):
         import_image(str(oci_archive(tmp_path / "m.tar", [many])), store, max_entries=20)
     assert list(store.root.iterdir()) == []
+
+
+def test_links_the_sandbox_would_bind_into_proc_or_dev_are_removed(
+    tmp_path: Path, store: ImageStore
+) -> None:
+    root = _import(
+        tmp_path,
+        store,
+        [
+            [
+                ("usr/share/zoneinfo/UTC", "file", b"TZif"),
+                ("usr/lib/x", "file", b"x"),
+                ("etc/alternatives", "symlink", "/dev"),
+                ("etc/java-17-openjdk", "symlink", "../../proc"),
+                ("etc/ld.so.conf.d", "symlink", "/proc/1/root/etc"),
+                ("etc/ssl", "symlink", "loop"),
+                ("etc/loop", "symlink", "ssl"),
+                ("etc/localtime", "symlink", "/usr/share/zoneinfo/UTC"),  # within: kept
+                ("sbin", "symlink", "/sys/kernel"),
+                ("lib", "symlink", "usr/lib"),  # merged /usr: kept
+                ("etc/mime.types", "symlink", "/etc/../../dev/../usr/lib/x"),  # within: kept
+            ]
+        ],
+    )
+    gone = ("etc/alternatives", "etc/java-17-openjdk", "etc/ld.so.conf.d", "etc/ssl", "sbin")
+    assert [p for p in gone if os.path.lexists(root / p)] == []
+    assert os.readlink(root / "etc/localtime") == "/usr/share/zoneinfo/UTC"
+    assert os.readlink(root / "lib") == "usr/lib"
+    assert os.readlink(root / "etc/mime.types") == "/etc/../../dev/../usr/lib/x"

@@ -246,3 +246,75 @@ def apply_layer(field: str, root: str, fileobj: IO[bytes], budget: Budget) -> in
         finally:
             tree.close()
     return len(entries)
+
+
+#: The image's own mount points, which the sandbox covers with file systems of its own: a
+#: link into them is a link to whatever the fork server mounted there.
+_COVERED = ("proc", "dev", "sys")
+
+
+def resolve_in_root(root_fd: int, rel: str) -> list[str] | None:
+    """The components of ``rel`` resolved as if ``root_fd`` were ``/``: links followed
+    inside the tree only (an absolute target restarts at the root, ``..`` stops there),
+    a missing tail kept as written; None for a loop (over 40 links)."""
+    todo = [p for p in rel.split("/") if p not in ("", ".")]
+    done: list[str] = []
+    links = 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            done = done[:-1]
+            continue
+        parent = open_dir_beneath(root_fd, done)
+        if parent is None:  # a missing or non-directory component: nothing further to follow
+            return [*done, part, *todo]
+        try:
+            target = os.readlink(part, dir_fd=parent)
+        except OSError:  # not a link, or missing
+            target = None
+        finally:
+            os.close(parent)
+        if target is None:
+            done.append(part)
+            continue
+        links += 1
+        if links > 40:
+            return None
+        if target.startswith("/"):
+            done = []
+        todo = [p for p in target.split("/") if p not in ("", ".")] + todo
+    return done
+
+
+def neutralise_links(root: str, paths: Iterable[str]) -> list[str]:
+    """Remove the link on the way to each of ``paths`` (the sources the sandbox binds from
+    an image: its ``/etc`` entries and runtime directories) that leads into ``/proc``,
+    ``/dev`` or ``/sys`` or loops; returns the links removed. The sandbox resolves these
+    paths inside the image anyway (``sandbox/_inside/rootfs``); an image that holds such a
+    link is hostile or broken, and is stored without it."""
+    removed = []
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for path in paths:
+            rel = path.strip("/")
+            resolved = resolve_in_root(fd, rel)
+            if resolved is not None and not (resolved and resolved[0] in _COVERED):
+                continue
+            parts = rel.split("/")
+            for i in range(1, len(parts) + 1):  # the first link on the way is the culprit
+                parent = open_dir_beneath(fd, parts[: i - 1])
+                if parent is None:
+                    break
+                try:
+                    st = os.stat(parts[i - 1], dir_fd=parent, follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode):
+                        os.unlink(parts[i - 1], dir_fd=parent)
+                        removed.append("/".join(parts[:i]))
+                        break
+                except FileNotFoundError:
+                    break
+                finally:
+                    os.close(parent)
+    finally:
+        os.close(fd)
+    return removed

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from .. import defaults
 from ..errors import ValidationError
-from ._unpack import Budget, apply_layer, member_path
+from ._unpack import Budget, apply_layer, member_path, neutralise_links
 from .store import Image, ImageStore
 
 FIELD = "archive"
@@ -206,6 +206,9 @@ def import_image(
                     apply_layer(FIELD, rootfs, fh, budget)
                 if progress is not None:
                     progress(done + 1, len(layers))
+            # What the sandbox binds from an image never leads into /proc, /dev or /sys.
+            binds = [*defaults.RO_BINDS, *(f"/etc/{n}" for n in defaults.ETC_BINDS)]
+            neutralise_links(rootfs, binds)
             kept: dict[str, Any] = {
                 k: config[k] for k in ("Env", "WorkingDir", "Cmd", "Entrypoint") if k in config
             }
