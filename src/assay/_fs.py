@@ -55,6 +55,16 @@ def open_dir_beneath(root_fd: int, parts: list[str], create: bool = False) -> in
     return cur
 
 
+def open_dir_under(root: str, parts: list[str]) -> int | None:
+    """:func:`open_dir_beneath` (no ``create``) from the directory ``root`` names (itself
+    opened without following a link)."""
+    top = os.open(root, _DIR_FLAGS)
+    try:
+        return open_dir_beneath(top, parts)
+    finally:
+        os.close(top)
+
+
 def remove_at(dir_fd: int, name: str) -> None:
     """Remove ``dir_fd/name`` whatever it is (a directory with all it holds), never through
     a link; a missing entry is fine."""

@@ -195,3 +195,22 @@ def test_links_the_sandbox_would_bind_into_proc_or_dev_are_removed(
     assert os.readlink(root / "etc/localtime") == "/usr/share/zoneinfo/UTC"
     assert os.readlink(root / "lib") == "usr/lib"
     assert os.readlink(root / "etc/mime.types") == "/etc/../../dev/../usr/lib/x"
+
+
+def test_the_python_version_is_the_images_not_read_through_a_link(
+    tmp_path: Path, store: ImageStore
+) -> None:
+    image = import_image(
+        str(
+            oci_archive(
+                tmp_path / "p.tar",
+                [
+                    layer_tar(
+                        [("usr/bin/python3", "file", b"ELF"), ("usr/lib", "symlink", "/usr/lib")]
+                    )
+                ],
+            )
+        ),
+        store,
+    )
+    assert image.python is None  # not the host's /usr/lib/python3.x
