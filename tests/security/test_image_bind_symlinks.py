@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,11 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _hostile_image import HOST_PYTHON, tiny_rootfs
 
 from assay import Runner, defaults
 from assay.images import Image, ImageStore
-
-HOST_PYTHON = "/usr/bin/python3.11"
 
 #: The program: walks every bind destination (and /dev), following the top-level link,
 #: not the ones below it; reads every regular file's first 64 KiB; lists device nodes. The
@@ -86,41 +84,6 @@ print(json.dumps(sorted(own)))
 """
 
 
-def _libraries(files: list[str]) -> set[str]:
-    """The shared libraries (as the loader names them) ``files`` need, by ``ldd``."""
-    out = subprocess.run(["ldd", *files], capture_output=True, text=True).stdout
-    return set(re.findall(r"=> (/\S+)", out)) | set(re.findall(r"^\s+(/\S+ld-linux\S*)", out, re.M))
-
-
-def _place(src: str, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if os.path.islink(src):
-        os.symlink(os.readlink(src), dst)
-        return
-    try:
-        os.link(src, dst)  # the store and /usr share a file system: nothing is copied
-    except OSError:
-        shutil.copy2(src, dst)
-
-
-def _tiny_rootfs(rootfs: Path) -> None:
-    """The host's Python 3.11 with its standard library and libraries, merged-/usr style."""
-    stdlib = "/usr/lib/python3.11"
-    for dirpath, dirs, names in os.walk(stdlib):
-        dirs[:] = [d for d in dirs if d not in ("test", "site-packages", "dist-packages")]
-        for name in names:
-            src = os.path.join(dirpath, name)
-            _place(src, rootfs / src.lstrip("/"))
-    _place(HOST_PYTHON, rootfs / "usr/bin/python3.11")
-    os.symlink("python3.11", rootfs / "usr/bin/python3")
-    dynload = [str(p) for p in Path(stdlib, "lib-dynload").glob("*.so")]
-    for lib in _libraries([HOST_PYTHON, *dynload]):
-        real = os.path.realpath(lib)
-        rel = re.sub(r"^/(usr/)?", "usr/", lib)  # /lib/x86_64-linux-gnu/... -> usr/lib/...
-        _place(real, rootfs / rel)  # the loader: /lib64/ld-linux... -> usr/lib64/...
-    os.symlink("usr/lib64", rootfs / "lib64")
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ImageStore, Image, str]]:
     """A private store holding the hostile image, and the marker of the host's secrets."""
@@ -136,7 +99,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ImageSto
     staging = store.staging()
     rootfs = Path(staging, "rootfs")
     rootfs.mkdir()
-    _tiny_rootfs(rootfs)
+    tiny_rootfs(rootfs)
     host = f"/proc/{os.getpid()}/root{secrets}"  # the host's root, seen through this process
     etc = rootfs / "etc"
     etc.mkdir()
