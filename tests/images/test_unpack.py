@@ -171,25 +171,20 @@ def test_too_many_entries_are_refused(tmp_path: Path, store: ImageStore) -> None
 def test_links_the_sandbox_would_bind_into_proc_or_dev_are_removed(
     tmp_path: Path, store: ImageStore
 ) -> None:
-    root = _import(
-        tmp_path,
-        store,
-        [
-            [
-                ("usr/share/zoneinfo/UTC", "file", b"TZif"),
-                ("usr/lib/x", "file", b"x"),
-                ("etc/alternatives", "symlink", "/dev"),
-                ("etc/java-17-openjdk", "symlink", "../../proc"),
-                ("etc/ld.so.conf.d", "symlink", "/proc/1/root/etc"),
-                ("etc/ssl", "symlink", "loop"),
-                ("etc/loop", "symlink", "ssl"),
-                ("etc/localtime", "symlink", "/usr/share/zoneinfo/UTC"),  # within: kept
-                ("sbin", "symlink", "/sys/kernel"),
-                ("lib", "symlink", "usr/lib"),  # merged /usr: kept
-                ("etc/mime.types", "symlink", "/etc/../../dev/../usr/lib/x"),  # within: kept
-            ]
-        ],
-    )
+    planted: Layer = [
+        ("usr/share/zoneinfo/UTC", "file", b"TZif"),
+        ("usr/lib/x", "file", b"x"),
+        ("etc/alternatives", "symlink", "/dev"),
+        ("etc/java-17-openjdk", "symlink", "../../proc"),
+        ("etc/ld.so.conf.d", "symlink", "/proc/1/root/etc"),
+        ("etc/ssl", "symlink", "loop"),
+        ("etc/loop", "symlink", "ssl"),
+        ("etc/localtime", "symlink", "/usr/share/zoneinfo/UTC"),  # within: kept
+        ("sbin", "symlink", "/sys/kernel"),
+        ("lib", "symlink", "usr/lib"),  # merged /usr: kept
+        ("etc/mime.types", "symlink", "/etc/../../dev/../usr/lib/x"),  # within: kept
+    ]
+    root = _import(tmp_path, store, [planted])
     gone = ("etc/alternatives", "etc/java-17-openjdk", "etc/ld.so.conf.d", "etc/ssl", "sbin")
     assert [p for p in gone if os.path.lexists(root / p)] == []
     assert os.readlink(root / "etc/localtime") == "/usr/share/zoneinfo/UTC"

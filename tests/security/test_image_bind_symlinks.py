@@ -103,26 +103,26 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ImageSto
     host = f"/proc/{os.getpid()}/root{secrets}"  # the host's root, seen through this process
     etc = rootfs / "etc"
     etc.mkdir()
-    links = {
-        # every /etc entry the sandbox binds (defaults.ETC_BINDS)
-        "etc/alternatives": "/dev",
-        "etc/java-17-openjdk": "/proc",
-        "etc/ld.so.conf.d": "/proc/sys/kernel",
-        "etc/ld.so.cache": "/proc/1/environ",
-        "etc/ld.so.conf": "../../../.." + str(secrets / "ld.so.conf"),
-        "etc/localtime": "/dev/kmsg",
-        "etc/mime.types": "/proc/1/cmdline",
-        # the runtime directories python3 does not need (defaults.RO_BINDS)
-        "lib": "/proc/1/root/usr/lib",
-        "bin": "/dev",
-        "sbin": "/proc",
-        "lib32": host,
-        "libx32": "/proc/1/root",
-    }
-    assert {k[4:] for k in links if k.startswith("etc/")} == set(defaults.ETC_BINDS) - {
-        "ssl/openssl.cnf"
-    }
-    for rel, target in links.items():
+    # Every /etc entry the sandbox binds (defaults.ETC_BINDS; ssl/openssl.cnf is the
+    # control below) and the runtime directories python3 does not need (defaults.RO_BINDS).
+    etc_links = (
+        ("alternatives", "/dev"),
+        ("java-17-openjdk", "/proc"),
+        ("ld.so.conf.d", "/proc/sys/kernel"),
+        ("ld.so.cache", "/proc/1/environ"),
+        ("ld.so.conf", "../../../.." + str(secrets / "ld.so.conf")),
+        ("localtime", "/dev/kmsg"),
+        ("mime.types", "/proc/1/cmdline"),
+    )
+    assert {name for name, _ in etc_links} == set(defaults.ETC_BINDS) - {"ssl/openssl.cnf"}
+    runtime_links = (
+        ("lib", "/proc/1/root/usr/lib"),
+        ("bin", "/dev"),
+        ("sbin", "/proc"),
+        ("lib32", host),
+        ("libx32", "/proc/1/root"),
+    )
+    for rel, target in [*(("etc/" + k, v) for k, v in etc_links), *runtime_links]:
         os.symlink(target, rootfs / rel)
     # A link within the image is no attack: it resolves as if the image were / (a control).
     (rootfs / "usr/share").mkdir()
