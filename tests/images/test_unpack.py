@@ -209,3 +209,22 @@ def test_the_python_version_is_the_images_not_read_through_a_link(
         store,
     )
     assert image.python is None  # not the host's /usr/lib/python3.x
+
+
+def test_a_layout_directory_is_read_without_following_its_links(
+    tmp_path: Path, store: ImageStore
+) -> None:
+    archive = oci_archive(tmp_path / "img.tar", [layer_tar([("etc/motd", "file", b"hi\n")])])
+    layout = tmp_path / "layout"
+    with tarfile.open(archive) as tar:
+        tar.extractall(layout, filter="data")
+    elsewhere = tmp_path / "elsewhere"
+    (layout / "blobs").rename(elsewhere)
+    os.symlink(elsewhere, layout / "blobs")  # e.g. a link to a host directory
+    with pytest.raises(ValidationError, match="has no file"):
+        import_image(str(layout), store)
+    os.symlink(layout, tmp_path / "chosen")  # the path the user names may be a link
+    (layout / "blobs").unlink()
+    elsewhere.rename(layout / "blobs")
+    image = import_image(str(tmp_path / "chosen"), store)
+    assert (Path(image.path) / "etc/motd").read_bytes() == b"hi\n"

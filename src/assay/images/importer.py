@@ -17,12 +17,14 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
 from .. import defaults
+from .._fs import open_dir_under
 from ..errors import ValidationError
 from ._unpack import Budget, apply_layer, member_path, neutralise_links
 from .store import Image, ImageStore
@@ -47,6 +49,7 @@ class _Source:
         self.tar: tarfile.TarFile | None = None
         self.members: dict[str, tarfile.TarInfo] = {}
         if os.path.isdir(path):
+            self.path = os.path.realpath(path)  # the user's choice; links inside it are not
             return
         try:
             self.tar = tarfile.open(path, "r:*")
@@ -59,9 +62,31 @@ class _Source:
             outer.take(FIELD, m)
             self.members[member_path(FIELD, m.name)] = m
 
+    def _plain(self, rel: str) -> int | None:
+        """A descriptor of the layout directory's regular file ``rel``, reached without
+        following a link (a layout is as untrusted as a tar: ``blobs -> /root`` would have
+        root read host files into the image), or None."""
+        parts = rel.split("/")
+        parent = open_dir_under(self.path, parts[:-1])
+        if parent is None:
+            return None
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except OSError:
+            return None
+        finally:
+            os.close(parent)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
+
     def exists(self, name: str) -> bool:
         if self.tar is None:
-            return os.path.isfile(os.path.join(self.path, member_path(FIELD, name)))
+            fd = self._plain(member_path(FIELD, name))
+            if fd is not None:
+                os.close(fd)
+            return fd is not None
         m = self.members.get(member_path(FIELD, name))
         return m is not None and m.isreg()
 
@@ -69,10 +94,10 @@ class _Source:
     def open(self, name: str) -> Iterator[IO[bytes]]:
         rel = member_path(FIELD, name)
         if self.tar is None:
-            full = os.path.join(self.path, rel)
-            if os.path.islink(full) or not os.path.isfile(full):
+            fd = self._plain(rel)
+            if fd is None:
                 raise ValidationError(FIELD, f"the image has no file {name!r}")
-            with open(full, "rb") as plain:
+            with os.fdopen(fd, "rb") as plain:
                 yield plain
             return
         m = self.members.get(rel)
