@@ -77,7 +77,7 @@ def test_an_import_past_the_cap_is_refused_naming_it(tmp_path: Path) -> None:
     assert out.exit_code == 2, out.output
     assert "import cap of 1000 bytes" in " ".join(out.output.split())
     assert list((tmp_path / "images").glob("*")) == []  # nothing left behind
-    fits = CLI.invoke(app, ["image", "import", str(big), "--max-bytes", "4096"], env=env)
+    fits = CLI.invoke(app, ["image", "import", str(big), "--max-bytes", "20000"], env=env)
     assert fits.exit_code == 0, fits.output
 
 

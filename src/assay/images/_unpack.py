@@ -70,10 +70,11 @@ class Budget:
         self.entries += 1
         self.bytes += max(m.size, 0) if m.isreg() else 0
         if self.bytes > self.max_bytes:
+            gib = f", {self.max_bytes / (1 << 30):.1f} GiB" if self.max_bytes >= 1 << 30 else ""
             raise ValidationError(
                 field,
-                f"the image expands past the import cap of {self.max_bytes} bytes "
-                f"({self.max_bytes / (1 << 30):.2f} GiB; --max-bytes raises it): refused",
+                f"the image expands past the import cap of {self.max_bytes} bytes{gib} "
+                "(--max-bytes raises it): refused",
             )
         if self.entries > self.max_entries:
             raise ValidationError(
