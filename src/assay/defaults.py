@@ -184,6 +184,16 @@ def state_dir() -> Path:
     return Path(env) if env else Path.home() / ".local" / "state" / "assay"
 
 
+#: What one imported image may expand to (its layers' files added up, every layer counted:
+#: a file a later layer replaces still cost its write) and how many entries its layers may
+#: hold. An archive is untrusted and compresses without bound (a gzip of zeros shrinks
+#: ~1000x), so without a cap a small upload fills the store's disk. 32 GiB is above the
+#: largest task images in use (CUDA toolchains, ~20 GiB); ``assay image import --max-bytes``
+#: or ``import_image(max_bytes=)`` raises it for one import.
+IMAGE_MAX_BYTES = 32 << 30
+IMAGE_MAX_ENTRIES = 2_000_000
+
+
 #: Compiled artefacts kept on disk (LRU beyond this); RL batches repeat programs often.
 COMPILE_CACHE_BYTES = 2 << 30
 

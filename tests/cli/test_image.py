@@ -70,6 +70,17 @@ def test_bad_input_names_the_field(tmp_path: Path) -> None:
     assert built.exit_code == 2 and "packages" in built.output
 
 
+def test_an_import_past_the_cap_is_refused_naming_it(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    big = _archive(tmp_path, {"big": bytes(4096)})
+    out = CLI.invoke(app, ["image", "import", str(big), "--max-bytes", "1000"], env=env)
+    assert out.exit_code == 2, out.output
+    assert "import cap of 1000 bytes" in " ".join(out.output.split())
+    assert list((tmp_path / "images").glob("*")) == []  # nothing left behind
+    fits = CLI.invoke(app, ["image", "import", str(big), "--max-bytes", "20000"], env=env)
+    assert fits.exit_code == 0, fits.output
+
+
 def test_every_image_command_has_help_with_an_example() -> None:
     for cmd in ("import", "build", "list", "inspect", "rm"):
         out = CLI.invoke(app, ["image", cmd, "--help"], env={"COLUMNS": "200"})

@@ -21,7 +21,7 @@ Entry = tuple[str, str, bytes | str | int]  # (name, kind, payload)
 
 
 def layer_tar(entries: Iterable[Entry], gz: bool = False) -> bytes:
-    """A layer from ``(name, kind, payload)``: kind ``file`` (bytes), ``dir``, ``symlink``
+    """A layer from ``(name, kind, payload)``: kind ``file`` (bytes), ``dir`` (mode), ``symlink``
     (target), ``hardlink`` (target), ``chr`` (device), ``setuid`` (bytes, mode 4755)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w") as tar:
@@ -32,8 +32,8 @@ def layer_tar(entries: Iterable[Entry], gz: bool = False) -> bytes:
                 data = payload if isinstance(payload, bytes) else str(payload).encode()
                 info.size = len(data)
                 info.mode = 0o4755 if kind == "setuid" else 0o644
-            elif kind == "dir":
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
+            elif kind == "dir":  # payload: its mode (0: 0755)
+                info.type, info.mode = tarfile.DIRTYPE, int(payload or 0o755)
             elif kind == "symlink":
                 info.type, info.linkname = tarfile.SYMTYPE, str(payload)
             elif kind == "hardlink":

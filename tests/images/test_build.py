@@ -78,3 +78,27 @@ def test_built_image_is_debian_and_rebuild_is_a_noop(py39_image: Image) -> None:
     assert os.stat(Path(py39_image.path).parents[1]).st_mode & 0o777 == 0o700
     again = build_image(PY39_SPEC)  # same spec: answered from the store at once
     assert again.id == py39_image.id == PY39_SPEC.id
+
+
+def test_the_builders_own_files_never_go_through_a_link_of_the_image(tmp_path: Path) -> None:
+    """pip runs the image's code as root: it may turn /tmp or /etc into links to the host.
+    The resolver and CA the builder places, and removes afterwards, stay inside."""
+    from assay.images.build import _drop, _put
+
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "resolv.conf").write_text("host's own\n")
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    os.symlink(host, rootfs / "tmp")
+    os.symlink(host, rootfs / "etc")
+    source = tmp_path / "ca.crt"
+    source.write_text("ca\n")
+    assert _put(str(rootfs), "tmp/assay-build-ca.crt", str(source)) is False
+    _drop(str(rootfs), "etc/resolv.conf")
+    assert sorted(os.listdir(host)) == ["resolv.conf"]
+    (rootfs / "tmp").unlink()
+    (rootfs / "tmp").mkdir()
+    assert _put(str(rootfs), "tmp/assay-build-ca.crt", str(source)) is True
+    _drop(str(rootfs), "tmp/assay-build-ca.crt")
+    assert os.listdir(rootfs / "tmp") == []

@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .. import defaults
 from ..errors import AssayError
 from ..images import BuildError, ImageSpec, ImageStore, build_image, import_image
 from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, console, err_console, usage_errors
@@ -33,8 +34,14 @@ def _size(n: int) -> str:
 def import_command(
     archive: Annotated[str, typer.Argument(help="OCI layout (dir or tar) or `docker save` tar.")],
     name: Annotated[str | None, typer.Option(help="Name to list it under.")] = None,
+    max_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Refuse an image whose layers expand past this many bytes of files."
+        ),
+    ] = defaults.IMAGE_MAX_BYTES,
 ) -> None:
-    """Import an image archive (nothing of it is executed).
+    """Import an image archive (nothing of it is executed; links never followed).
 
     Example: [bold]assay image import ./python39.oci.tar --name py39[/]
     """
@@ -46,7 +53,10 @@ def import_command(
     ):
         task = bar.add_task("layers", total=None)
         image = import_image(
-            archive, name=name, progress=lambda d, t: bar.update(task, completed=d, total=t)
+            archive,
+            name=name,
+            progress=lambda d, t: bar.update(task, completed=d, total=t),
+            max_bytes=max_bytes,
         )
     console.print(f"{image.id}  {image.name}  {_size(image.size_bytes)}", highlight=False)
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .._fs import open_dir_under, remove_at
 from ..errors import AssayError, ValidationError
 from .store import Image, ImageStore, check_name
 
@@ -200,15 +201,13 @@ def _pip(rootfs: str, spec: ImageSpec, on_line: Callable[[str], None] | None) ->
     decides which wheels fit)."""
     if not os.path.exists(os.path.join(rootfs, "usr/bin/python3")):
         raise ValidationError("pip", "the image has no /usr/bin/python3 (add python3 to packages)")
-    resolv = os.path.join(rootfs, "etc/resolv.conf")
-    had_resolv = os.path.lexists(resolv)
-    if not had_resolv and os.path.exists("/etc/resolv.conf"):
-        shutil.copyfile("/etc/resolv.conf", resolv)
-    # The host's CA bundle, for the download only (a proxy's CA the image does not know).
-    ca = os.path.join(rootfs, "tmp/assay-build-ca.crt")
+    # The host's resolver and CA bundle (a proxy's CA the image does not know), for the
+    # download only; placed and removed by descriptor, never through a link of the image.
+    put_resolv = os.path.exists("/etc/resolv.conf") and _put(
+        rootfs, "etc/resolv.conf", "/etc/resolv.conf"
+    )
     cert: list[str] = []
-    if os.path.isfile(HOST_CA):
-        shutil.copyfile(HOST_CA, ca)
+    if os.path.isfile(HOST_CA) and _put(rootfs, "tmp/assay-build-ca.crt", HOST_CA):
         cert = ["--cert", "/tmp/assay-build-ca.crt"]
     cmd = [
         "chroot",
@@ -227,10 +226,39 @@ def _pip(rootfs: str, spec: ImageSpec, on_line: Callable[[str], None] | None) ->
     try:
         _run(cmd, "pip install", on_line)
     finally:
-        if not had_resolv and os.path.lexists(resolv):
-            os.unlink(resolv)
-        if os.path.lexists(ca):
-            os.unlink(ca)
+        if put_resolv:
+            _drop(rootfs, "etc/resolv.conf")
+        if cert:
+            _drop(rootfs, "tmp/assay-build-ca.crt")
+
+
+def _put(rootfs: str, rel: str, host_file: str) -> bool:
+    """Copy ``host_file`` to ``rootfs/rel`` unless something is there; False if it was, or
+    if ``rel``'s directory is missing or a link."""
+    parent = open_dir_under(rootfs, rel.split("/")[:-1])
+    if parent is None:
+        return False
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(rel.rsplit("/", 1)[-1], flags, 0o644, dir_fd=parent)
+    except FileExistsError:
+        return False
+    finally:
+        os.close(parent)
+    with os.fdopen(fd, "wb") as out, open(host_file, "rb") as src:
+        shutil.copyfileobj(src, out)
+    return True
+
+
+def _drop(rootfs: str, rel: str) -> None:
+    """Remove ``rootfs/rel`` (what :func:`_put` placed), reached without following a link:
+    pip ran the image's code as root, which may have replaced its directory by one."""
+    parent = open_dir_under(rootfs, rel.split("/")[:-1])
+    if parent is not None:
+        try:
+            remove_at(parent, rel.rsplit("/", 1)[-1])
+        finally:
+            os.close(parent)
 
 
 def _externally_managed(rootfs: str) -> bool:

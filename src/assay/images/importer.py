@@ -17,13 +17,16 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from .. import defaults
+from .._fs import open_dir_under
 from ..errors import ValidationError
-from ._unpack import apply_layer, member_path
+from ._unpack import Budget, apply_layer, member_path, neutralise_links
 from .store import Image, ImageStore
 
 FIELD = "archive"
@@ -41,22 +44,49 @@ Progress = Callable[[int, int], None]
 class _Source:
     """Files of the archive by name: a directory or a tar (members never extracted)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, budget: Budget) -> None:
         self.path = path
         self.tar: tarfile.TarFile | None = None
         self.members: dict[str, tarfile.TarInfo] = {}
         if os.path.isdir(path):
+            self.path = os.path.realpath(path)  # the user's choice; links inside it are not
             return
         try:
             self.tar = tarfile.open(path, "r:*")
         except (tarfile.TarError, OSError) as exc:
             raise ValidationError(FIELD, f"{path!r} is not a tar archive: {exc}") from None
-        for m in self.tar.getmembers():
+        # The archive's own members count against the same cap as the layers they hold
+        # (a compressed archive of a huge blob is a bomb before any layer is read).
+        outer = Budget(budget.max_bytes, budget.max_entries)
+        for m in self.tar:
+            outer.take(FIELD, m)
             self.members[member_path(FIELD, m.name)] = m
+
+    def _plain(self, rel: str) -> int | None:
+        """A descriptor of the layout directory's regular file ``rel``, reached without
+        following a link (a layout is as untrusted as a tar: ``blobs -> /root`` would have
+        root read host files into the image), or None."""
+        parts = rel.split("/")
+        parent = open_dir_under(self.path, parts[:-1])
+        if parent is None:
+            return None
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        except OSError:
+            return None
+        finally:
+            os.close(parent)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
 
     def exists(self, name: str) -> bool:
         if self.tar is None:
-            return os.path.isfile(os.path.join(self.path, member_path(FIELD, name)))
+            fd = self._plain(member_path(FIELD, name))
+            if fd is not None:
+                os.close(fd)
+            return fd is not None
         m = self.members.get(member_path(FIELD, name))
         return m is not None and m.isreg()
 
@@ -64,10 +94,10 @@ class _Source:
     def open(self, name: str) -> Iterator[IO[bytes]]:
         rel = member_path(FIELD, name)
         if self.tar is None:
-            full = os.path.join(self.path, rel)
-            if os.path.islink(full) or not os.path.isfile(full):
+            fd = self._plain(rel)
+            if fd is None:
                 raise ValidationError(FIELD, f"the image has no file {name!r}")
-            with open(full, "rb") as plain:
+            with os.fdopen(fd, "rb") as plain:
                 yield plain
             return
         m = self.members.get(rel)
@@ -155,17 +185,22 @@ def import_image(
     store: ImageStore | None = None,
     name: str | None = None,
     progress: Progress | None = None,
+    max_bytes: int = defaults.IMAGE_MAX_BYTES,
+    max_entries: int = defaults.IMAGE_MAX_ENTRIES,
 ) -> Image:
     """Import the OCI layout (directory or tar) or ``docker save`` archive at ``path``.
 
     Raises :class:`ValidationError` (field ``archive``) for anything unsafe or malformed:
     absolute or ``..`` member names, device nodes, links leaving the image, digest
-    mismatches. ``progress(done, total)`` is called per layer.
+    mismatches, an image expanding past ``max_bytes`` of file data or ``max_entries``
+    entries (all layers together; nothing is left in the store). ``progress(done, total)``
+    is called per layer.
     """
     store = store or ImageStore()
     if not os.path.exists(path):
         raise ValidationError(FIELD, f"{path!r} does not exist")
-    src = _Source(path)
+    budget = Budget(max_bytes, max_entries)
+    src = _Source(path, budget)
     try:
         if src.exists("index.json"):
             layers, config = _oci_layers(src)
@@ -193,9 +228,12 @@ def import_image(
             os.mkdir(rootfs, 0o755)
             for done, (layer, _expected) in enumerate(layers):
                 with src.open(layer) as fh:
-                    apply_layer(FIELD, rootfs, fh)
+                    apply_layer(FIELD, rootfs, fh, budget)
                 if progress is not None:
                     progress(done + 1, len(layers))
+            # What the sandbox binds from an image never leads into /proc, /dev or /sys.
+            binds = [*defaults.RO_BINDS, *(f"/etc/{n}" for n in defaults.ETC_BINDS)]
+            neutralise_links(rootfs, binds)
             kept: dict[str, Any] = {
                 k: config[k] for k in ("Env", "WorkingDir", "Cmd", "Entrypoint") if k in config
             }

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import defaults
-from .._fs import tree_size
+from .._fs import open_dir_under, tree_size
 from ..errors import AssayError, ValidationError
 
 #: Directories every image root gets (mount points of the sandbox's own file systems).
@@ -89,9 +89,15 @@ def python_version(rootfs: str) -> str | None:
     m = re.search(r"python(3\.\d+)$", link)
     if m:
         return m.group(1)
-    libs = sorted(
-        d for d in os.listdir(os.path.join(rootfs, "usr/lib")) if re.fullmatch(r"python3\.\d+", d)
-    )
+    # The image's own usr/lib, reached without following a link (an imported image is
+    # untrusted: its usr/lib may be a link to the host's).
+    lib = open_dir_under(rootfs, ["usr", "lib"])
+    if lib is None:
+        return None
+    try:
+        libs = sorted(d for d in os.listdir(lib) if re.fullmatch(r"python3\.\d+", d))
+    finally:
+        os.close(lib)
     return libs[-1][len("python") :] if libs else None
 
 

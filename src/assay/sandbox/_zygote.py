@@ -63,6 +63,7 @@ class ZygoteProcess:
             "root": config.mountpoint,
             "ro_binds": list(config.ro_binds) + list(config.extra_ro_binds),
             "etc_binds": list(config.etc_binds),
+            "image": config.image_root is not None,
             "preimport": list(config.preimport),
             "userns": config.use_userns(),
             "uid": config.uid,

@@ -45,9 +45,11 @@ _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(_MACHINE)
 SYS_OPENAT2 = 437
 SYS_MOUNT_SETATTR = 442
 
+RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
+RESOLVE_IN_ROOT = 0x10
 
 
 class OSCallError(OSError):
@@ -117,9 +119,21 @@ class _OpenHow(ctypes.Structure):
 
 def open_beneath(dirfd: int, path: str, flags: int) -> int:
     """openat2 confined beneath ``dirfd`` with no symlinks at all: safe on hostile trees."""
-    how = _OpenHow(
-        flags | os.O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+    return _openat2(
+        dirfd, path, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
     )
+
+
+def open_in_root(dirfd: int, path: str, flags: int) -> int:
+    """openat2 as if ``dirfd`` were ``/`` (chroot-like: an absolute link or ``..`` stays
+    in it), never through a magic link (``/proc/<pid>/root``) nor into another mount (what
+    the caller mounted on the tree's ``/proc`` or ``/dev``): a hostile tree's links then
+    resolve within its own files or not at all."""
+    return _openat2(dirfd, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+
+def _openat2(dirfd: int, path: str, flags: int, resolve: int) -> int:
+    how = _OpenHow(flags | os.O_CLOEXEC, 0, resolve)
     res = libc.syscall(
         ctypes.c_long(SYS_OPENAT2),
         ctypes.c_int(dirfd),

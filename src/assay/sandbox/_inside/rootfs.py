@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 from . import linux
 
@@ -23,8 +24,8 @@ HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost\n"
 DEVICES = ("null", "zero", "random", "urandom", "full")
 
 
-def _bind_ro(src: str, dst: str) -> None:
-    if os.path.isdir(src):
+def _bind_ro(src: str, dst: str, is_dir: bool | None = None) -> None:
+    if os.path.isdir(src) if is_dir is None else is_dir:
         os.makedirs(dst, exist_ok=True)
     else:
         os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -38,18 +39,64 @@ def _bind_ro(src: str, dst: str) -> None:
 LAUNCHER = "/.assay-launch"
 
 
+def _bind_image_path(top: int, path: str, dst: str, in_root: bool) -> None:
+    """Bind ``path`` of an image (the fork server's ``/``, ``top``) at ``dst``, from a
+    descriptor: an image is untrusted, and this view holds the fork server's own procfs and
+    device nodes, which a link such as ``etc/alternatives -> /dev`` would otherwise hand to
+    every program. ``in_root``: links resolve as if the image were ``/`` and never into
+    another mount (an ``/etc`` entry may be a link within the image: ``localtime``);
+    otherwise no link is followed and a last component that is one is copied as a link (it
+    resolves in the sandbox's view, which holds nothing of the host). What cannot be reached
+    so is left out."""
+    try:
+        if in_root:
+            fd = linux.open_in_root(top, path.lstrip("/"), os.O_PATH)
+        else:
+            fd = linux.open_beneath(top, path.lstrip("/"), os.O_PATH | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.symlink(os.readlink("", dir_fd=fd), dst)
+        elif stat.S_ISDIR(mode) or (in_root and stat.S_ISREG(mode)):
+            _bind_ro(f"/proc/self/fd/{fd}", dst, stat.S_ISDIR(mode))
+    finally:
+        os.close(fd)
+
+
 def build_template(
-    root: str, ro_binds: list[str], etc_binds: list[str], userns: bool, launcher: bytes | None
+    root: str,
+    ro_binds: list[str],
+    etc_binds: list[str],
+    userns: bool,
+    launcher: bytes | None,
+    image: bool = False,
 ) -> None:
-    """Run once in the fork server, inside its own private mount namespace."""
+    """Run once in the fork server, inside its own private mount namespace. ``image``: the
+    fork server's ``/`` is a task image (untrusted: see :func:`_bind_image_path`)."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE)
+    top = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if image else -1
+    try:
+        _fill_template(root, ro_binds, etc_binds, top)
+    finally:
+        if top >= 0:
+            os.close(top)
+    _finish_template(root, launcher)
+
+
+def _fill_template(root: str, ro_binds: list[str], etc_binds: list[str], top: int) -> None:
     linux.mount(
         "tmpfs", root, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "size=4m,nr_inodes=8192,mode=755"
     )
     for d in ("proc", "dev", "dev/shm", "work", "tmp", ".rw", ".slot", "etc"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
     for path in ro_binds:
-        if not os.path.lexists(path):
+        if top >= 0:
+            _bind_image_path(top, path, root + path, in_root=False)
+            continue
+        if not os.path.lexists(path):  # the host's runtime: trusted
             continue
         dst = root + path
         if os.path.islink(path):
@@ -67,10 +114,15 @@ def build_template(
             fh.write(text)
     for name in etc_binds:
         src = os.path.join("/etc", name)
-        if os.path.exists(src):
+        if top >= 0:
+            _bind_image_path(top, src, os.path.join(etc, name), in_root=True)
+        elif os.path.exists(src):
             _bind_ro(
                 os.path.realpath(src) if not os.path.isdir(src) else src, os.path.join(etc, name)
             )
+
+
+def _finish_template(root: str, launcher: bytes | None) -> None:
     dev = os.path.join(root, "dev")
     for name in DEVICES:
         target = os.path.join(dev, name)

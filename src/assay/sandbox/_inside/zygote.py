@@ -82,7 +82,12 @@ class Zygote:
                 info["native_error"] = str(exc)
         info["native"] = self.native is not None
         rootfs.build_template(
-            cfg["root"], cfg["ro_binds"], cfg["etc_binds"], cfg["userns"], launcher
+            cfg["root"],
+            cfg["ro_binds"],
+            cfg["etc_binds"],
+            cfg["userns"],
+            launcher,
+            cfg.get("image", False),
         )
         info["launcher"] = launcher is not None
         if cfg["seccomp"] and cfg.get("seccomp_fd", -1) >= 0:

@@ -142,7 +142,7 @@ def untar(tar: Any, dest: str) -> None:
             with os.fdopen(fd, "wb") as fh:
                 while chunk := src.read(COPY_BUF):
                     fh.write(chunk)
-            os.chmod(target, member.mode & 0o755 | 0o600)
+                os.fchmod(fh.fileno(), member.mode & 0o755 | 0o600)  # what was written
         elif member.issym():
             os.makedirs(os.path.dirname(target), exist_ok=True)
             os.symlink(
@@ -271,9 +271,9 @@ def receive_tree(dest: str, fd: int) -> None:
                 out = os.open(target, flags, 0o600)
                 try:
                     _receive_body(fd, out, int(header["n"]))
+                    os.fchmod(out, int(header["m"]) & 0o755 | 0o600)  # what was written
                 finally:
                     os.close(out)
-                os.chmod(target, int(header["m"]) & 0o755 | 0o600)
             else:
                 raise Refused(f"tree entry of unknown kind {kind!r}")
     finally:
