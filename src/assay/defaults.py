@@ -175,6 +175,11 @@ EXECUTOR_RETRIES = 2
 EXECUTOR_SPLIT_MIN_S = 0.2
 #: Share of the machine's memory the executor lets running jobs' memory limits add up to.
 EXECUTOR_MEMORY_SHARE = 0.75
+#: Session steps running at once per executor slot (their own budget: a step holds no batch
+#: worker). A waiting step (``sleep``, polling a server) costs only its place here; a
+#: computing one weighs on the CPU as one run does, so one per slot bounds what all steps
+#: together can take from batch work to what the same number of batch runs would.
+STEP_SLOTS_PER_SLOT = 1
 
 
 def state_dir() -> Path:

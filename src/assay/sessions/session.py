@@ -95,7 +95,9 @@ class Session:
         if not isinstance(caller, str) or not caller:
             raise ValidationError("caller", "must be a non-empty string")
         self.priority, self.caller = priority, caller
-        self._step_s = 0.05  # a running estimate of a step's wall time, for the scheduler
+        # A running estimate of a step's CPU seconds, the scheduler's measure of what a
+        # step costs its caller's fair share (a step that waits costs nothing).
+        self._step_s = 0.05
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -309,16 +311,25 @@ class Session:
         return reply, data
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
-        """A step: on an executor it waits for a slot (a step holds one while it runs, an
-        idle session none), and it counts in ``steps``."""
+        """A step: on an executor it waits for its turn in the queue and a step slot (held
+        while it runs; an idle session holds none, and no step holds a batch worker), and
+        it counts in ``steps``."""
 
         def run() -> tuple[dict[str, Any], bytes]:
             started = time.monotonic()
+            used: object = None
             try:
-                return self._call(msg, timeout=timeout)
+                reply = self._call(msg, timeout=timeout)
+                used = reply[0].get("cpu_s")
+                return reply
             finally:
                 self.steps += 1
-                self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
+                # The step's CPU time when the agent reports it (exec), else its wall time;
+                # the agent is inside the sandbox, so its figure is kept within [0, wall].
+                wall = time.monotonic() - started
+                cpu = used if isinstance(used, int | float) and not isinstance(used, bool) else wall
+                cost = min(max(float(cpu), 0.0), wall)
+                self._step_s = 0.8 * self._step_s + 0.2 * cost
 
         if self._slot_call is None:
             return run()
