@@ -181,6 +181,21 @@ EXECUTOR_MEMORY_SHARE = 0.75
 #: together can take from batch work to what the same number of batch runs would.
 STEP_SLOTS_PER_SLOT = 1
 
+#: Largest download out of a session (a file, or the files of a tar), refused beyond it
+#: (HTTP 413 naming the path and this cap). The bytes stream through in chunks whatever the
+#: size; the cap bounds how long one download may keep a session and a connection busy and
+#: matches the largest session disk a request may ask for (``SESSION_MAX_DISK_MB``).
+SESSION_DOWNLOAD_MAX_BYTES = 4 << 30
+#: Bytes read from a download's pipe at a time: what the service holds per download.
+SESSION_DOWNLOAD_CHUNK_BYTES = 1 << 20
+#: A download must be read to its end within this (a client reading 4 GiB at ~7 MB/s); a
+#: slower reader is cut off, which ends the agent's copy, not the session.
+SESSION_DOWNLOAD_TIMEOUT_S = 600.0
+#: Threads of the service that run session calls (steps, files, creates, downloads), apart
+#: from the event loop's default pool that batch submissions wait on: one per open session
+#: at the default session cap, so a call of one session never waits for another's.
+SERVER_SESSION_THREADS = 256
+
 
 def state_dir() -> Path:
     """Where Assay keeps state across restarts (runtime estimates): ``$ASSAY_STATE_DIR`` or

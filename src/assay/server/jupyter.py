@@ -10,7 +10,7 @@ answer is ready; it counts against the session cap (429 beyond it).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
 from typing import Any
 
@@ -22,7 +22,7 @@ from ..sessions import CellResult, Session, SessionEnded, SessionLimits, Session
 from . import _convert
 from ._service import Svc
 from .models import CommandRunResult, CommandRunStatus, RunStatus
-from .sessions import manager
+from .sessions import call_off_loop, manager
 
 router = APIRouter(tags=["sandboxfusion"])
 
@@ -122,14 +122,14 @@ async def run_jupyter(body: RunJupyterRequest, request: Request, svc: Svc) -> Ru
         output_bytes=settings.max_output_bytes,
     )
     try:
-        session = await asyncio.to_thread(
-            m.create, files=files, limits=limits, ttl_s=ttl, idle_ttl_s=ttl
+        session = await call_off_loop(
+            functools.partial(m.create, files=files, limits=limits, ttl_s=ttl, idle_ttl_s=ttl)
         )
     except SandboxError as exc:
         return RunJupyterResponse(status=RunStatus.SandboxError, message=str(exc))
     try:
-        return await asyncio.to_thread(_run, session, body, fetch)
+        return await call_off_loop(_run, session, body, fetch)
     except SessionEnded as exc:
         return RunJupyterResponse(status=RunStatus.Failed, message=str(exc))
     finally:
-        await asyncio.to_thread(session.close)
+        await call_off_loop(session.close)

@@ -10,16 +10,29 @@ sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import defaults
 from ..errors import ValidationError
-from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
+from ..sessions import (
+    Download,
+    DownloadFailed,
+    DownloadTooLarge,
+    Session,
+    SessionEnded,
+    SessionLimits,
+    SessionManager,
+    SessionRefused,
+)
 from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
@@ -27,6 +40,7 @@ from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
 
+T = TypeVar("T")
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
 
@@ -124,11 +138,22 @@ def _unknown(exc: UnknownSession) -> JSONResponse:
     return JSONResponse({"field": "session", "message": f"session: {exc}"}, 404)
 
 
+#: Threads that run session calls (steps, files, creates): their own pool, not the event
+#: loop's default one (a few threads, which ``/v1/run`` waits on too): sleeping steps used
+#: to take every thread of it, and another caller's ``print(42)`` waited for them.
+_POOL = ThreadPoolExecutor(defaults.SERVER_SESSION_THREADS, thread_name_prefix="assay-session")
+
+
+async def call_off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on the session pool, awaited."""
+    return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(fn, *args))
+
+
 async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
     """Call ``fn`` of session ``session_id`` off the event loop; errors become answers."""
     try:
         session = m.get(session_id)
-        return await asyncio.to_thread(getattr(session, fn), *args)
+        return await call_off_loop(getattr(session, fn), *args)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -150,16 +175,18 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         raise ValidationError("files", "give files or a task, not both")
     tar = tar_of(task.files) if task is not None else None
     image = _convert.image(body.image)
-    session = await asyncio.to_thread(
-        m.create,
-        files=files,
-        limits=limits,
-        ttl_s=body.ttl_s,
-        idle_ttl_s=body.idle_ttl_s,
-        priority=PRIORITIES[body.priority],
-        caller=body.caller,
-        tar=tar,
-        image=image,
+    session = await call_off_loop(
+        functools.partial(
+            m.create,
+            files=files,
+            limits=limits,
+            ttl_s=body.ttl_s,
+            idle_ttl_s=body.idle_ttl_s,
+            priority=PRIORITIES[body.priority],
+            caller=body.caller,
+            tar=tar,
+            image=image,
+        )
     )
     if task is not None:
         attach(session, task, gated=body.gated)
@@ -231,7 +258,7 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any
 async def fork(session_id: str, m: Manager) -> Any:
     """A new session with a copy of this one's workspace (processes are not copied)."""
     try:
-        child: Session = await asyncio.to_thread(m.fork, session_id)
+        child: Session = await call_off_loop(m.fork, session_id)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -258,11 +285,48 @@ async def put_file(session_id: str, path: str, request: Request, m: Manager) -> 
 
 @router.get("/{session_id}/files/{path:path}")
 async def get_file(session_id: str, path: str, m: Manager) -> Any:
-    """The raw bytes of ``path``."""
-    data = await _on(m, session_id, "read_file", path)
-    if isinstance(data, JSONResponse):
-        return data
-    return Response(data, media_type="application/octet-stream")
+    """The raw bytes of ``path``, streamed (413 past the download cap)."""
+    return await _download(m, session_id, "open_file", path, "application/octet-stream")
+
+
+@router.get("/{session_id}/tar")
+async def get_tar(
+    session_id: str, m: Manager, dir: str = Query("."), gzip: bool = Query(False)
+) -> Any:
+    """A tar of directory ``dir`` of the workspace, streamed (413 when its files hold more
+    than the download cap)."""
+    kind = "application/gzip" if gzip else "application/x-tar"
+    return await _download(m, session_id, "open_tar", dir, kind, gzip)
+
+
+async def _download(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
+    """A download as a streamed response: chunks of a pipe the agent writes into, so the
+    service holds one chunk of it at a time, whatever its size (issue 26)."""
+    where, media = args[0], args[1]
+    try:
+        download: Download = await _on(m, session_id, fn, where, *args[2:])
+    except DownloadTooLarge as exc:
+        field = "dir" if fn == "open_tar" else "path"
+        return JSONResponse({"field": field, "message": f"{field}: {exc}", "limit": exc.limit}, 413)
+    except DownloadFailed as exc:
+        return JSONResponse({"field": "session", "message": f"session: {exc}"}, 500)
+    if isinstance(download, JSONResponse):
+        return download
+    headers = {"Content-Length": str(download.size)} if fn == "open_file" else {}
+    return StreamingResponse(_chunks(download), media_type=media, headers=headers)
+
+
+async def _chunks(download: Download) -> AsyncIterator[bytes]:
+    """The download's chunks, each read on the session pool (a stalled agent holds one of
+    its threads, never one of the event loop's own); closed however the response ends."""
+    it = iter(download)
+    done = object()
+    try:
+        while (chunk := await call_off_loop(next, it, done)) is not done:
+            assert isinstance(chunk, bytes)
+            yield chunk
+    finally:
+        await call_off_loop(download.close)
 
 
 @router.delete(

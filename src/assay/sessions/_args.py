@@ -22,6 +22,15 @@ def check_time(field: str, value: float) -> float:
     return float(value)
 
 
+def step_cost(cpu_s: object, wall_s: float) -> float:
+    """What a step cost its caller's fair share: its CPU time when the agent reports it
+    (exec), else its wall time; the agent is inside the sandbox, so its figure is kept
+    within [0, wall]. A step that waits (``sleep``) costs next to nothing."""
+    if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float):
+        return wall_s
+    return min(max(float(cpu_s), 0.0), wall_s)
+
+
 def user_files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes, int]]:
     out = []
     for path, content in (files or {}).items():

@@ -24,8 +24,9 @@ from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, check_time, opt_int, user_files, work_path
+from ._args import KERNEL, check_time, opt_int, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
+from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
 
@@ -41,6 +42,7 @@ REPLY_GRACE_S = 10.0
 CALL_TIMEOUT_S = 60.0
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
+DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
 
 
 def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
@@ -311,24 +313,18 @@ class Session:
         return reply, data
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
-        """A step: on an executor it waits for its turn in the queue and a step slot (held
-        while it runs; an idle session holds none, and no step holds a batch worker), and
-        it counts in ``steps``."""
+        """A step: on an executor it waits for its turn and a step slot (held while it runs,
+        never a batch worker; an idle session holds none); it counts in ``steps``."""
 
         def run() -> tuple[dict[str, Any], bytes]:
             started = time.monotonic()
-            used: object = None
+            reply: tuple[dict[str, Any], bytes] = ({}, b"")
             try:
                 reply = self._call(msg, timeout=timeout)
-                used = reply[0].get("cpu_s")
                 return reply
             finally:
                 self.steps += 1
-                # The step's CPU time when the agent reports it (exec), else its wall time;
-                # the agent is inside the sandbox, so its figure is kept within [0, wall].
-                wall = time.monotonic() - started
-                cpu = used if isinstance(used, int | float) and not isinstance(used, bool) else wall
-                cost = min(max(float(cpu), 0.0), wall)
+                cost = step_cost(reply[0].get("cpu_s"), time.monotonic() - started)
                 self._step_s = 0.8 * self._step_s + 0.2 * cost
 
         if self._slot_call is None:
@@ -423,6 +419,16 @@ class Session:
         """A tar of ``directory`` (default: the whole workspace)."""
         msg = {"op": "tar", "dir": work_path(directory, allow_root=True), "gzip": gzip}
         return self._call(msg)[1]
+
+    def open_file(self, path: str, max_bytes: int = DOWNLOAD_MAX) -> Download:
+        """``path``'s bytes as chunks with bounded memory (``sessions._download``)."""
+        return file_download(self._call, work_path(path), max_bytes)
+
+    def open_tar(
+        self, directory: str = ".", gzip: bool = False, max_bytes: int = DOWNLOAD_MAX
+    ) -> Download:
+        """A tar of ``directory`` as chunks with bounded memory (``sessions._download``)."""
+        return tar_download(self._call, work_path(directory, allow_root=True), gzip, max_bytes)
 
     def upload_tar(self, data: bytes, directory: str = ".") -> None:
         """Unpack a tar (regular files and directories only) into ``directory``."""
