@@ -181,6 +181,17 @@ EXECUTOR_MEMORY_SHARE = 0.75
 #: together can take from batch work to what the same number of batch runs would.
 STEP_SLOTS_PER_SLOT = 1
 
+#: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
+#: the session's memory limit as they are written, so this bounds a promise, not RAM).
+SESSION_MAX_DISK_MB = 4096
+#: Largest total CPU of a session (the sandbox's bound of a run's CPU limit).
+SESSION_MAX_CPU_S = 3600.0
+#: Share of the memory available to the service (``MemAvailable`` at start, or its cgroup's
+#: limit if lower) that open sessions' memory limits may add up to by default: a session's
+#: limit is a promise of memory, and 256 sessions x 512 MiB were accepted on a 24 GiB host.
+#: The rest is left to batch jobs and the service itself.
+SESSION_MEMORY_SHARE = 0.5
+
 #: Largest download out of a session (a file, or the files of a tar), refused beyond it
 #: (HTTP 413 naming the path and this cap). The bytes stream through in chunks whatever the
 #: size; the cap bounds how long one download may keep a session and a connection busy and

@@ -39,6 +39,7 @@ from ..tasks import AgentTask, tar_of
 from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
+from .settings import Settings
 
 T = TypeVar("T")
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -166,10 +167,7 @@ async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
 async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session."""
     files = _convert.files(body.files, svc.settings)
-    try:
-        limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
-    except TypeError as exc:
-        raise ValidationError("limits", str(exc)) from None
+    limits = _limits(body.limits or LimitsModel(), svc.settings)
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
@@ -191,6 +189,28 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     if task is not None:
         attach(session, task, gated=body.gated)
     return session.info()
+
+
+def _limits(model: LimitsModel, settings: Settings) -> SessionLimits:
+    """A session's limits, each within the service's caps like the run API's (422 naming
+    the field): a session cannot ask for what ``/v1/run`` would refuse."""
+    caps: dict[str, float] = {
+        "cpu_s": settings.max_session_cpu_s,
+        "memory_mb": settings.max_memory_mb,
+        "processes": settings.max_processes,
+        "disk_mb": settings.max_session_disk_mb,
+        "output_bytes": settings.max_output_bytes,
+        "step_cpu_s": min(model.cpu_s, settings.max_session_cpu_s),
+        "step_memory_mb": settings.max_memory_mb,
+    }
+    for name, cap in caps.items():
+        value = getattr(model, name)
+        if isinstance(value, int | float) and value > cap:
+            raise ValidationError(f"limits.{name}", f"at most {cap:g}, got {value:g}")
+    try:
+        return SessionLimits(**model.model_dump())
+    except TypeError as exc:
+        raise ValidationError("limits", str(exc)) from None
 
 
 def _task(row: dict[str, Any] | None) -> AgentTask | None:
@@ -284,27 +304,28 @@ async def put_file(session_id: str, path: str, request: Request, m: Manager) -> 
 
 
 @router.get("/{session_id}/files/{path:path}")
-async def get_file(session_id: str, path: str, m: Manager) -> Any:
+async def get_file(session_id: str, path: str, svc: Svc, m: Manager) -> Any:
     """The raw bytes of ``path``, streamed (413 past the download cap)."""
-    return await _download(m, session_id, "open_file", path, "application/octet-stream")
+    cap = svc.settings.max_download_bytes
+    return await _download(m, session_id, "application/octet-stream", "open_file", path, cap)
 
 
 @router.get("/{session_id}/tar")
 async def get_tar(
-    session_id: str, m: Manager, dir: str = Query("."), gzip: bool = Query(False)
+    session_id: str, svc: Svc, m: Manager, dir: str = Query("."), gzip: bool = Query(False)
 ) -> Any:
     """A tar of directory ``dir`` of the workspace, streamed (413 when its files hold more
     than the download cap)."""
     kind = "application/gzip" if gzip else "application/x-tar"
-    return await _download(m, session_id, "open_tar", dir, kind, gzip)
+    cap = svc.settings.max_download_bytes
+    return await _download(m, session_id, kind, "open_tar", dir, gzip, cap)
 
 
-async def _download(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
+async def _download(m: SessionManager, session_id: str, media: str, fn: str, *args: Any) -> Any:
     """A download as a streamed response: chunks of a pipe the agent writes into, so the
     service holds one chunk of it at a time, whatever its size (issue 26)."""
-    where, media = args[0], args[1]
     try:
-        download: Download = await _on(m, session_id, fn, where, *args[2:])
+        download: Download = await _on(m, session_id, fn, *args)
     except DownloadTooLarge as exc:
         field = "dir" if fn == "open_tar" else "path"
         return JSONResponse({"field": field, "message": f"{field}: {exc}", "limit": exc.limit}, 413)

@@ -11,6 +11,7 @@ from ..errors import ValidationError
 AGENT = ".assay_agent.py"
 AGENT_PYC = ".assay_agent.pyc"
 KERNEL = ".assay_kernel.py"
+#: A session's longest TTL, and the longest wall limit of a run (``Limits.wall_s``).
 MAX_TTL_S = 4 * 3600.0
 
 

@@ -14,11 +14,13 @@ refusals, ends by reason and lifetimes (:meth:`SessionManager.stats`).
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 import time
 from typing import Any
 
+from .. import defaults
 from ..errors import Overloaded, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._held import HeldSessions
@@ -40,6 +42,39 @@ def overdue(session: Session, now: float) -> bool:
     if late - session.created >= session.ttl_s:
         return True
     return not session.busy and late - session.last_used >= session.idle_ttl_s
+
+
+def host_memory_mb() -> int | None:
+    """MiB this process may still use: ``MemAvailable``, or its memory cgroup's limit (v1
+    or v2) if lower; None if neither can be read."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo") as fh:
+            found += [int(x.split()[1]) >> 10 for x in fh if x.startswith("MemAvailable:")]
+        with open("/proc/self/cgroup") as fh:
+            lines = [x.rstrip("\n").split(":", 2) for x in fh]
+    except (OSError, ValueError, IndexError):
+        lines = []
+    for _, controllers, path in (x for x in lines if len(x) == 3):
+        if controllers == "":
+            limit = f"/sys/fs/cgroup{path}/memory.max"
+        elif "memory" in controllers.split(","):
+            limit = f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"
+        else:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            with open(limit) as fh:
+                found.append(int(fh.read().strip()) >> 20)  # "max" (no limit): ValueError
+    return min(found) if found else None
+
+
+def default_memory_budget_mb() -> int | None:
+    """The sessions' memory budget when none is given (``defaults.SESSION_MEMORY_SHARE``
+    of :func:`host_memory_mb`), never below one default session."""
+    host = host_memory_mb()
+    if host is None:
+        return None
+    return max(SessionLimits().memory_mb, int(host * defaults.SESSION_MEMORY_SHARE))
 
 
 class TooManySessions(Overloaded):
@@ -72,12 +107,16 @@ class SessionManager:
         memory_budget_mb: int | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        """``memory_budget_mb``: what open sessions' memory limits may add up to (None:
+        :func:`default_memory_budget_mb`, from what the host has)."""
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
         if getattr(source, "session_class", None) is None:  # (Ray: sessions on its nodes)
             executor_of(source)  # checks what it is
         self.source = source
         self.max_sessions = max_sessions
+        if memory_budget_mb is None:
+            memory_budget_mb = default_memory_budget_mb()
         self.memory_budget_mb = memory_budget_mb
         self._lock = threading.Lock()
         self._held = HeldSessions()

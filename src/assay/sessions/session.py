@@ -24,7 +24,7 @@ from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, check_time, opt_int, step_cost, user_files, work_path
+from ._args import KERNEL, MAX_TTL_S, check_time, opt_int, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
@@ -97,9 +97,7 @@ class Session:
         if not isinstance(caller, str) or not caller:
             raise ValidationError("caller", "must be a non-empty string")
         self.priority, self.caller = priority, caller
-        # A running estimate of a step's CPU seconds, the scheduler's measure of what a
-        # step costs its caller's fair share (a step that waits costs nothing).
-        self._step_s = 0.05
+        self._step_s = 0.05  # a running estimate of a step's CPU seconds (``step_cost``)
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -148,7 +146,8 @@ class Session:
             ],
             limits=Limits(
                 time_s=lim.cpu_s,
-                wall_s=self.ttl_s + 5.0,  # the reaper ends it at the TTL; this is the backstop
+                # The reaper ends it at the TTL; this is the backstop (within a run's 4 h).
+                wall_s=min(self.ttl_s + 5.0, MAX_TTL_S),
                 memory_mb=lim.memory_mb,
                 processes=lim.processes,
                 output_bytes=64 << 10,  # the agent writes nothing; a step's output is capped
