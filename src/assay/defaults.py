@@ -206,6 +206,16 @@ SESSION_DOWNLOAD_TIMEOUT_S = 600.0
 #: from the event loop's default pool that batch submissions wait on: one per open session
 #: at the default session cap, so a call of one session never waits for another's.
 SERVER_SESSION_THREADS = 256
+#: A request's line and headers must arrive within this of its first byte (or of its
+#: connection): a client that trickles them (slowloris) is disconnected instead of holding a
+#: connection, and its descriptor, for ever. Generous for any real client on any network.
+SERVER_HEAD_TIMEOUT_S = 10.0
+#: Bytes a request may send before its headers end (431 and disconnect beyond): headers are
+#: a few KiB; one read of the socket may also carry up to 256 KiB of the body.
+SERVER_HEAD_MAX_BYTES = 1 << 20
+#: A request's body must arrive within this of its headers (32 MiB, the body cap, at
+#: about 0.3 MB/s).
+SERVER_BODY_TIMEOUT_S = 120.0
 
 
 def state_dir() -> Path:

@@ -63,6 +63,7 @@ def serve(
     from ..executor import LocalExecutor
     from ..runner import Runner
     from ..sandbox import SandboxConfig
+    from ._protocol import GuardedHttpToolsProtocol
     from .app import create_app
 
     n_slots = slot_count(slots)
@@ -95,6 +96,7 @@ def serve(
             log_config=None,  # uvicorn's records go through the handler configured above
             timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
             server_header=False,
+            http=GuardedHttpToolsProtocol,  # deadlines and a cap on request heads
         )
         uvicorn.Server(config).run()
     finally:
