@@ -180,6 +180,10 @@ EXECUTOR_MEMORY_SHARE = 0.75
 #: computing one weighs on the CPU as one run does, so one per slot bounds what all steps
 #: together can take from batch work to what the same number of batch runs would.
 STEP_SLOTS_PER_SLOT = 1
+#: An agent session's CPU weight in percent of a judged run's (``RunRequest.cpu_weight``):
+#: where a session's processes (a fork bomb, a build) and judged runs want the same core,
+#: the runs get 4/5 of it; a session alone on the machine still gets all of it.
+SESSION_CPU_WEIGHT = 25
 
 #: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
 #: the session's memory limit as they are written, so this bounds a promise, not RAM).

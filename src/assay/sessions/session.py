@@ -160,6 +160,7 @@ class Session:
             # The budget is checked twice a second (not every 50 ms): an idle session then
             # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
             cpu_poll_s=CPU_POLL_S,
+            cpu_weight=defaults.SESSION_CPU_WEIGHT,
         )
         self._thread = threading.Thread(
             target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
