@@ -176,7 +176,7 @@ def serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
     proc = subprocess.Popen(
         [*cmd, "--port", str(port), "--slots", str(slots)],
         stdout=subprocess.DEVNULL,
-        stderr=open(os.environ.get("TENANTS_LOAD_LOG", os.devnull), "wb"),  # noqa: SIM115
+        stderr=open(os.environ.get("TENANTS_LOAD_LOG", os.devnull), "wb"),
         env=env,
     )
     url = f"http://127.0.0.1:{port}"

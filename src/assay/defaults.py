@@ -201,6 +201,11 @@ SESSION_MEMORY_SHARE = 0.5
 #: size; the cap bounds how long one download may keep a session and a connection busy and
 #: matches the largest session disk a request may ask for (``SESSION_MAX_DISK_MB``).
 SESSION_DOWNLOAD_MAX_BYTES = 4 << 30
+#: Bytes a second all session downloads of the service together may go at: each byte is
+#: copied by the agent, the pipe, the service's one interpreter and the socket, and without
+#: a bound one tenant's download loop took CPU from another's batch (2.7x its time alone
+#: on 2 cores). At this pace the largest download takes about a minute.
+SESSION_DOWNLOAD_BYTES_PER_S = 64 << 20
 #: Bytes read from a download's pipe at a time: what the service holds per download.
 SESSION_DOWNLOAD_CHUNK_BYTES = 1 << 20
 #: A download must be read to its end within this (a client reading 4 GiB at ~7 MB/s); a

@@ -5,11 +5,14 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import threading
+import time
 from collections.abc import Callable
 
 import pytest
 
 from assay.sessions import Download, DownloadTooLarge, Session, SessionLimits
+from assay.sessions._download import Pace
 
 MiB = 1 << 20
 ROOMY = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=128)
@@ -68,3 +71,16 @@ def test_an_abandoned_download_leaves_the_session_usable(
     next(iter(download))
     download.close()  # the client went away after one chunk
     assert s.exec("echo still").stdout == b"still\n"
+
+
+def test_downloads_together_keep_to_one_pace() -> None:
+    # Two readers of one pace of 8 MiB/s take 4 MiB in about 0.5 s, not at once.
+    pace = Pace(8 * MiB)
+    started = time.monotonic()
+    readers = [threading.Thread(target=lambda: [pace.take(MiB) for _ in range(2)]) for _ in "ab"]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join()
+    took = time.monotonic() - started
+    assert 0.35 < took < 3.0, took  # the first chunk goes at once: 3 of 4 are paced
