@@ -185,6 +185,10 @@ STEP_SLOTS_PER_SLOT = 1
 #: the runs get 4/5 of it; a session alone on the machine still gets all of it.
 SESSION_CPU_WEIGHT = 25
 
+#: Sessions one caller may have starting (created or forked) at once; more are refused at
+#: once (HTTP 429, retry later), never queued: a sandbox start costs a fraction of a core,
+#: and a flood of creates and forks from one caller took CPU from another's batch.
+SESSION_STARTS_PER_CALLER = 2
 #: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
 #: the session's memory limit as they are written, so this bounds a promise, not RAM).
 SESSION_MAX_DISK_MB = 4096

@@ -122,6 +122,8 @@ class SessionManager:
         self._held = HeldSessions()
         self._reserved = 0
         self._reserved_mb = 0
+        # Sessions being started (created or forked) per caller: a sandbox start is work.
+        self._starting: collections.Counter[str] = collections.Counter()
         # Ended sessions whose sandbox run is still being torn down (-> when they ended).
         self._ending: dict[Session, float] = {}
         self._ended_steps = 0
@@ -134,12 +136,16 @@ class SessionManager:
     def _memory_mb(self) -> int:
         return sum(s.limits.memory_mb for s in self._held.open.values()) + self._reserved_mb
 
-    def _reserve(self, limits: SessionLimits) -> None:
+    def _reserve(self, limits: SessionLimits, caller: str) -> None:
         with self._lock:
             used = len(self._held.open) + self._reserved
+            starting = self._starting[caller]
             full = None
             if used >= self.max_sessions:
                 full = TooManySessions("sessions", used, self.max_sessions)
+            elif starting >= defaults.SESSION_STARTS_PER_CALLER:
+                cap = defaults.SESSION_STARTS_PER_CALLER
+                full = TooManySessions(f"sessions starting for {caller!r}", starting, cap)
             elif self.memory_budget_mb is not None:
                 mem = self._memory_mb()
                 if mem + limits.memory_mb > self.memory_budget_mb:
@@ -150,11 +156,15 @@ class SessionManager:
                 raise full
             self._reserved += 1
             self._reserved_mb += limits.memory_mb
+            self._starting[caller] += 1
 
-    def _admit(self, limits: SessionLimits, session: Session | None) -> None:
+    def _admit(self, limits: SessionLimits, session: Session | None, caller: str) -> None:
         with self._lock:
             self._reserved -= 1
             self._reserved_mb -= limits.memory_mb
+            self._starting[caller] -= 1
+            if not self._starting[caller]:
+                del self._starting[caller]
             if session is not None and not session.ended:
                 self._held.open[session.id] = session
         if session is not None:
@@ -229,12 +239,13 @@ class SessionManager:
     def create(self, **kwargs: Any) -> Session:
         """A new session (``Session``'s keyword arguments)."""
         limits = kwargs.get("limits") or SessionLimits()
-        self._reserve(limits)
+        caller = str(kwargs.get("caller", "sessions"))
+        self._reserve(limits, caller)
         session = None
         try:
             session = Session(self.source, **kwargs)
         finally:
-            self._admit(limits, session)
+            self._admit(limits, session, caller)
         return session
 
     def get(self, session_id: str) -> Session:
@@ -248,12 +259,12 @@ class SessionManager:
 
     def fork(self, session_id: str) -> Session:
         parent = self.get(session_id)
-        self._reserve(parent.limits)
+        self._reserve(parent.limits, parent.caller)
         child = None
         try:
             child = parent.fork()
         finally:
-            self._admit(parent.limits, child)
+            self._admit(parent.limits, child, parent.caller)
         return child
 
     def close(self, session_id: str) -> None:
