@@ -192,24 +192,24 @@ def serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
         time.sleep(0.2)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=24, help="plain runs in tenant b's batch")
-    ap.add_argument("--concurrency", type=int, default=4, help="tenant b's runs in flight")
-    ap.add_argument("--slots", type=int, default=2, help="assay serve --slots")
-    ap.add_argument("--sleepers", type=int, default=8, help="tenant a's sleeping sessions")
-    ap.add_argument("--attacks", default=ATTACKS, help="which of " + ATTACKS)
-    ap.add_argument("--settle", type=float, default=5.0, help="seconds of attack before")
-    args = ap.parse_args()
-
-    proc, url = serve(args.slots)
+def measure(
+    runs: int = 24,
+    concurrency: int = 4,
+    slots: int = 2,
+    sleepers: int = 8,
+    attacks: str = ATTACKS,
+    settle_s: float = 5.0,
+) -> dict[str, Any]:
+    """Tenant b's batch alone, then under tenant a's attacks, on a fresh ``assay serve``."""
+    proc, url = serve(slots)
     try:
-        batch(url, 4, args.concurrency)  # warm-up: sandboxes armed, estimates seeded
-        alone_s, alone = batch(url, args.runs, args.concurrency)
-        attack = Attack(url, args.sleepers)
-        attack.start(set(args.attacks.split(",")))
-        time.sleep(args.settle)
-        attacked_s, attacked = batch(url, args.runs, args.concurrency)
+        batch(url, 4, concurrency)  # warm-up: sandboxes armed, estimates seeded
+        alone_s, alone = batch(url, runs, concurrency)
+        attack = Attack(url, sleepers)
+        attack.start(set(attacks.split(",")))
+        time.sleep(settle_s)
+        attacked_s, attacked = batch(url, runs, concurrency)
+        counts = dict(sorted(attack.counts.items()))  # (what the service answered meanwhile)
         attack.stop()
     finally:
         proc.send_signal(signal.SIGINT)
@@ -218,21 +218,36 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
     figures: dict[str, Any] = {
-        "runs": args.runs,
-        "attacks": args.attacks,
-        "slots": args.slots,
+        "runs": runs,
+        "attacks": attacks,
+        "slots": slots,
         "alone_s": round(alone_s, 2),
         "under_attack_s": round(attacked_s, 2),
         "ratio": round(attacked_s / alone_s, 2),
         "verdicts_identical": alone == attacked,
         "verdicts_ok": sum(v[0] == "ok" for v in attacked),
-        "attack": dict(sorted(attack.counts.items())),
+        "attack": counts,
         "load_1min": round(os.getloadavg()[0], 2),
     }
     if alone != attacked:
         figures["differences"] = [
             (i, a, b) for i, (a, b) in enumerate(zip(alone, attacked, strict=True)) if a != b
         ][:5]
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=24, help="plain runs in tenant b's batch")
+    ap.add_argument("--concurrency", type=int, default=4, help="tenant b's runs in flight")
+    ap.add_argument("--slots", type=int, default=2, help="assay serve --slots")
+    ap.add_argument("--sleepers", type=int, default=8, help="tenant a's sleeping sessions")
+    ap.add_argument("--attacks", default=ATTACKS, help="which of " + ATTACKS)
+    ap.add_argument("--settle", type=float, default=5.0, help="seconds of attack before")
+    args = ap.parse_args()
+    figures = measure(
+        args.runs, args.concurrency, args.slots, args.sleepers, args.attacks, args.settle
+    )
     print(json.dumps(figures))
 
 

@@ -185,9 +185,10 @@ STEP_SLOTS_PER_SLOT = 1
 #: the runs get 4/5 of it; a session alone on the machine still gets all of it.
 SESSION_CPU_WEIGHT = 25
 
-#: Sessions one caller may have starting (created or forked) at once; more are refused at
-#: once (HTTP 429, retry later), never queued: a sandbox start costs a fraction of a core,
-#: and a flood of creates and forks from one caller took CPU from another's batch.
+#: Sessions one caller may have starting (created or forked) at once: a sandbox start costs
+#: a fraction of a core, and a flood of creates and forks from one caller took CPU from
+#: another's batch. The service's requests beyond it wait their turn on the event loop;
+#: a ``SessionManager`` used directly refuses them (``TooManySessions``, retry later).
 SESSION_STARTS_PER_CALLER = 2
 #: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
 #: the session's memory limit as they are written, so this bounds a promise, not RAM).
@@ -219,6 +220,10 @@ SESSION_DOWNLOAD_TIMEOUT_S = 600.0
 #: from the event loop's default pool that batch submissions wait on: one per open session
 #: at the default session cap, so a call of one session never waits for another's.
 SERVER_SESSION_THREADS = 256
+#: Session calls of one caller (tenant) running on that pool at once; its others wait on
+#: the event loop: a quarter of the pool, so one caller's requests leave three quarters to
+#: the others.
+SERVER_SESSION_CALLS_PER_CALLER = 64
 #: A request's line and headers must arrive within this of its first byte (or of its
 #: connection): a client that trickles them (slowloris) is disconnected instead of holding a
 #: connection, and its descriptor, for ever. Generous for any real client on any network.

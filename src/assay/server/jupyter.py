@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import SandboxError, ValidationError
 from ..sessions import CellResult, Session, SessionEnded, SessionLimits, SessionRefused
 from . import _convert
+from ._callers import callers_of
 from ._service import Svc
 from .models import CommandRunResult, CommandRunStatus, RunStatus
 from .sessions import call_off_loop, manager
@@ -122,9 +123,10 @@ async def run_jupyter(body: RunJupyterRequest, request: Request, svc: Svc) -> Ru
         output_bytes=settings.max_output_bytes,
     )
     try:
-        session = await call_off_loop(
-            functools.partial(m.create, files=files, limits=limits, ttl_s=ttl, idle_ttl_s=ttl)
-        )
+        async with callers_of(m).starts.hold("sessions"):  # (its sessions' caller)
+            session = await call_off_loop(
+                functools.partial(m.create, files=files, limits=limits, ttl_s=ttl, idle_ttl_s=ttl)
+            )
     except SandboxError as exc:
         return RunJupyterResponse(status=RunStatus.SandboxError, message=str(exc))
     try:

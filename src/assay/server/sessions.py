@@ -37,6 +37,7 @@ from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
 from . import _convert
+from ._callers import callers_of
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
 from .settings import Settings
@@ -151,10 +152,12 @@ async def call_off_loop(fn: Callable[..., T], *args: Any) -> T:
 
 
 async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
-    """Call ``fn`` of session ``session_id`` off the event loop; errors become answers."""
+    """Call ``fn`` of session ``session_id`` off the event loop, within its caller's share
+    of the pool (``_callers``); errors become answers."""
     try:
         session = m.get(session_id)
-        return await call_off_loop(getattr(session, fn), *args)
+        async with callers_of(m).calls.hold(session.caller):
+            return await call_off_loop(getattr(session, fn), *args)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -173,19 +176,21 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         raise ValidationError("files", "give files or a task, not both")
     tar = tar_of(task.files) if task is not None else None
     image = _convert.image(body.image)
-    session = await call_off_loop(
-        functools.partial(
-            m.create,
-            files=files,
-            limits=limits,
-            ttl_s=body.ttl_s,
-            idle_ttl_s=body.idle_ttl_s,
-            priority=PRIORITIES[body.priority],
-            caller=body.caller,
-            tar=tar,
-            image=image,
+    bounds = callers_of(m)
+    async with bounds.calls.hold(body.caller), bounds.starts.hold(body.caller):
+        session = await call_off_loop(
+            functools.partial(
+                m.create,
+                files=files,
+                limits=limits,
+                ttl_s=body.ttl_s,
+                idle_ttl_s=body.idle_ttl_s,
+                priority=PRIORITIES[body.priority],
+                caller=body.caller,
+                tar=tar,
+                image=image,
+            )
         )
-    )
     if task is not None:
         attach(session, task, gated=body.gated)
     return session.info()
@@ -278,7 +283,10 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any
 async def fork(session_id: str, m: Manager) -> Any:
     """A new session with a copy of this one's workspace (processes are not copied)."""
     try:
-        child: Session = await call_off_loop(m.fork, session_id)
+        caller = m.get(session_id).caller
+        bounds = callers_of(m)
+        async with bounds.calls.hold(caller), bounds.starts.hold(caller):
+            child: Session = await call_off_loop(m.fork, session_id)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
