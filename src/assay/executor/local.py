@@ -10,8 +10,7 @@ One worker thread per slot pulls the next task from the :class:`~assay.scheduler
 - **Deadlines and cancellation**: unfinished jobs of the batch get a ``deadline`` or
   ``cancelled`` result with ``reward=None`` at once; queued work nobody waits for is dropped.
 - **Records and metrics** for every job (:mod:`assay.telemetry`); **calls** (session
-  steps) are admitted in the queue's order but run on their own step slots, never holding
-  a batch worker (:mod:`assay.executor._calls`).
+  steps) are admitted in the queue's order, on step slots of their own (``_calls``).
 """
 
 from __future__ import annotations
