@@ -168,13 +168,13 @@ class Attack:
         self.stopping.set()
 
 
-def serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
+def serve(slots: int, isolation: str = "default") -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "ASSAY_API_TOKENS": ",".join(f"{k}:{v}" for k, v in TOKENS.items())}
     env.pop("ASSAY_API_TOKEN", None)
     cmd = [sys.executable, "-c", "from assay.cli import main; main()", "serve"]
     proc = subprocess.Popen(
-        [*cmd, "--port", str(port), "--slots", str(slots)],
+        [*cmd, "--port", str(port), "--slots", str(slots), "--isolation", isolation],
         stdout=subprocess.DEVNULL,
         stderr=open(os.environ.get("TENANTS_LOAD_LOG", os.devnull), "wb"),
         env=env,
@@ -199,9 +199,10 @@ def measure(
     sleepers: int = 8,
     attacks: str = ATTACKS,
     settle_s: float = 5.0,
+    isolation: str = "default",
 ) -> dict[str, Any]:
     """Tenant b's batch alone, then under tenant a's attacks, on a fresh ``assay serve``."""
-    proc, url = serve(slots)
+    proc, url = serve(slots, isolation)
     try:
         batch(url, 4, concurrency)  # warm-up: sandboxes armed, estimates seeded
         alone_s, alone = batch(url, runs, concurrency)
@@ -221,6 +222,7 @@ def measure(
         "runs": runs,
         "attacks": attacks,
         "slots": slots,
+        "isolation": isolation,
         "alone_s": round(alone_s, 2),
         "under_attack_s": round(attacked_s, 2),
         "ratio": round(attacked_s / alone_s, 2),
@@ -243,10 +245,17 @@ def main() -> None:
     ap.add_argument("--slots", type=int, default=2, help="assay serve --slots")
     ap.add_argument("--sleepers", type=int, default=8, help="tenant a's sleeping sessions")
     ap.add_argument("--attacks", default=ATTACKS, help="which of " + ATTACKS)
+    ap.add_argument("--isolation", default="default", help="assay serve --isolation")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds of attack before")
     args = ap.parse_args()
     figures = measure(
-        args.runs, args.concurrency, args.slots, args.sleepers, args.attacks, args.settle
+        args.runs,
+        args.concurrency,
+        args.slots,
+        args.sleepers,
+        args.attacks,
+        args.settle,
+        args.isolation,
     )
     print(json.dumps(figures))
 

@@ -145,12 +145,44 @@ TAR_ENTRY_BYTES = 2048
 TAR_END_BYTES = 20 << 10
 
 
-def file_download(call: Call, path: str, limit: int) -> Download:
-    """Regular file ``path`` (under /work) of a session whose requests go through ``call``."""
+class Chunks(Download):
+    """A download read by requests of at most a chunk each (where the sandbox cannot be
+    handed a pipe: gVisor's socket proxy carries no descriptors)."""
+
+    def __init__(self, what: str, size: int, limit: int, read: Callable[[int], bytes]) -> None:
+        self.what, self.size, self.limit = what, size, limit
+        self._read_at = read
+        self._read = -1
+
+    def __iter__(self) -> Iterator[bytes]:
+        got = 0
+        while got < self.size:
+            chunk = self._read_at(got)
+            if not chunk:
+                raise DownloadFailed(f"{self.what}: shrank to {got} bytes while read")
+            got += len(chunk)
+            PACE.take(len(chunk))
+            yield chunk
+
+    def close(self) -> None:
+        pass
+
+
+def file_download(call: Call, path: str, limit: int, pipes: bool = True) -> Download:
+    """Regular file ``path`` (under /work) of a session whose requests go through ``call``
+    (``pipes``: whether its agent can be handed a descriptor)."""
     info, _ = call({"op": "stat", "path": path})
     if info.get("type") != "file":
         raise SessionRefused(f"not a file: {path!r}")
     size = check_size(path, info, limit)
+    if not pipes:
+        step = defaults.SESSION_DOWNLOAD_CHUNK_BYTES
+
+        def read(at: int) -> bytes:
+            msg = {"op": "read_range", "path": path, "offset": at, "length": step}
+            return call(msg)[1][: size - at]  # (a file that grew is read to its checked size)
+
+        return Chunks(path, size, limit, read)
     timeout = defaults.SESSION_DOWNLOAD_TIMEOUT_S
 
     def send(fd: int) -> object:
@@ -159,15 +191,21 @@ def file_download(call: Call, path: str, limit: int) -> Download:
     return Download(path, size, send, limit, timeout)
 
 
-def tar_download(call: Call, directory: str, gzip: bool, limit: int) -> Download:
+def tar_download(
+    call: Call, directory: str, gzip: bool, limit: int, pipes: bool = True
+) -> Download:
     """A tar (gzipped if asked) of ``directory``'s entries; its ``size`` is that of the
-    files it holds (the tar's own length is known only at its end)."""
+    files it holds (the tar's own length is known only at its end). Without ``pipes`` the
+    tar comes whole in one reply: the service holds it (at most the cap) while it is sent."""
     info, _ = call({"op": "stat", "path": directory})
     if info.get("type") != "dir":
         raise SessionRefused(f"not a directory: {directory!r}")
     size = check_size(directory, info, limit)
     entries = info.get("entries")
     count = entries if isinstance(entries, int) and not isinstance(entries, bool) else 0
+    if not pipes:
+        whole = call({"op": "tar", "dir": directory, "gzip": gzip})[1]
+        return Chunks(directory, len(whole), limit, lambda at: whole[at : at + (1 << 20)])
     timeout = defaults.SESSION_DOWNLOAD_TIMEOUT_S
 
     def send(fd: int) -> object:

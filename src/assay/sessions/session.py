@@ -113,6 +113,7 @@ class Session:
                 raise ValidationError("image", "a session in an image needs a Runner source")
             runner, release = runner.images.hold(image)
             self._execute = runner.execute
+        self._pipes = not (isinstance(runner, Runner) and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(8)
         self.created = time.monotonic()
         self.last_used = self.created
@@ -146,8 +147,7 @@ class Session:
             ],
             limits=Limits(
                 time_s=lim.cpu_s,
-                # The reaper ends it at the TTL; this is the backstop (within a run's 4 h).
-                wall_s=min(self.ttl_s + 5.0, MAX_TTL_S),
+                wall_s=min(self.ttl_s + 5.0, MAX_TTL_S),  # the reaper ends it at the TTL
                 memory_mb=lim.memory_mb,
                 processes=lim.processes,
                 output_bytes=64 << 10,  # the agent writes nothing; a step's output is capped
@@ -422,13 +422,13 @@ class Session:
 
     def open_file(self, path: str, max_bytes: int = DOWNLOAD_MAX) -> Download:
         """``path``'s bytes as chunks with bounded memory (``sessions._download``)."""
-        return file_download(self._call, work_path(path), max_bytes)
+        return file_download(self._call, work_path(path), max_bytes, self._pipes)
 
     def open_tar(
         self, directory: str = ".", gzip: bool = False, max_bytes: int = DOWNLOAD_MAX
     ) -> Download:
         """A tar of ``directory`` as chunks with bounded memory (``sessions._download``)."""
-        return tar_download(self._call, work_path(directory, allow_root=True), gzip, max_bytes)
+        return tar_download(self._call, work_path(directory, True), gzip, max_bytes, self._pipes)
 
     def upload_tar(self, data: bytes, directory: str = ".") -> None:
         """Unpack a tar (regular files and directories only) into ``directory``."""
