@@ -87,3 +87,22 @@ def test_a_huge_sparse_file_download_keeps_the_service_small() -> None:
         c.delete(f"/v1/sessions/{sid}")
     assert got == 768 * MiB
     assert grew_mib < 64, f"assay serve's peak RSS grew {grew_mib:.0f} MiB over one download"
+
+
+@pytest.mark.slow
+def test_downloads_on_the_gvisor_tier_stream_and_a_fork_there_is_a_501_not_a_500() -> None:
+    import shutil
+
+    if shutil.which("runsc") is None:
+        pytest.skip("runsc (gVisor) is not installed: make install puts it in /usr/bin")
+    with served("--slots", "1", "--isolation", "gvisor") as (url, _pid):
+        with httpx.Client(base_url=url, timeout=120) as c:
+            data = bytes(range(256)) * 8192  # 2 MiB: three chunks
+            sid = _session(c, {"d/a.bin": data})
+            assert c.get(f"/v1/sessions/{sid}/files/d/a.bin").content == data
+            tar = c.get(f"/v1/sessions/{sid}/tar", params={"dir": "d"})
+            with tarfile.open(fileobj=io.BytesIO(tar.content)) as t:
+                assert t.extractfile("a.bin").read() == data  # type: ignore[union-attr]
+            fork = c.post(f"/v1/sessions/{sid}/fork")
+            assert fork.status_code == 501, fork.text  # our tier's limit, not the client's
+            c.delete(f"/v1/sessions/{sid}")

@@ -289,6 +289,8 @@ async def fork(session_id: str, m: Manager) -> Any:
             child: Session = await call_off_loop(m.fork, session_id)
     except SessionEnded as exc:
         return _gone(exc)
+    except SessionRefused as exc:  # the tier cannot (gVisor passes no descriptors): ours
+        return JSONResponse({"field": "session", "message": f"fork: {exc}"}, 501)
     except UnknownSession as exc:
         return _unknown(exc)
     return child.info()
