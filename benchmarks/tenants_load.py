@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -213,11 +212,8 @@ def measure(
         counts = dict(sorted(attack.counts.items()))  # (what the service answered meanwhile)
         attack.stop()
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        proc.terminate()  # uvicorn's graceful stop; its sessions are closed with it
+        proc.wait()
     figures: dict[str, Any] = {
         "runs": runs,
         "attacks": attacks,

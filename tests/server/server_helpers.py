@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,12 +15,7 @@ from assay.executor import Execution, InMemoryBackend, Job, LocalExecutor, RunJo
 from assay.scheduler import RuntimeEstimator
 from assay.telemetry import MemoryWriter
 from assay.types import ExecResult
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from serve_helpers import free_port
 
 
 class Live:
@@ -74,53 +68,3 @@ def memory_executor(fn: Callable[[Job], Execution], **kw: object) -> LocalExecut
     kw.setdefault("records", MemoryWriter())
     kw.setdefault("estimator", RuntimeEstimator())
     return LocalExecutor(backend=InMemoryBackend(fn), **kw)  # type: ignore[arg-type]
-
-
-@contextmanager
-def served(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
-    """A real ``assay serve`` subprocess on a free loopback port, as a user starts it:
-    its URL and pid, stopped with SIGINT (killed if it does not stop in 30 s)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    port = free_port()
-    cmd = [sys.executable, "-c", "from assay.cli import main; main()", "serve"]
-    proc = subprocess.Popen(
-        [*cmd, "--host", "127.0.0.1", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "ASSAY_API_TOKEN": "", **(env or {})},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"assay serve did not start: {err[-2000:]}")
-            time.sleep(0.2)
-        yield url, proc.pid
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
-
-
-def status_kib(pid: int, key: str) -> int:
-    """A ``/proc/<pid>/status`` figure in KiB (``VmRSS``, ``VmHWM``: the peak)."""
-    with open(f"/proc/{pid}/status") as fh:
-        line = next(x for x in fh if x.startswith(key + ":"))
-    return int(line.split()[1])

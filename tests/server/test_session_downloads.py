@@ -9,10 +9,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from server_helpers import live, served, status_kib
+from server_helpers import live
 
 from assay.executor import LocalExecutor
 from assay.server import Settings, create_app
+from serve_helpers import served, status_kib
 
 SMALL = {"memory_mb": 128, "processes": 32, "disk_mb": 64, "cpu_s": 60}
 MiB = 1 << 20

@@ -9,7 +9,8 @@ import time
 
 import httpx
 import pytest
-from server_helpers import served, status_kib
+
+from serve_helpers import served, status_kib
 
 pytestmark = pytest.mark.slow
 #: ``defaults.SERVER_HEAD_TIMEOUT_S`` (spelt out: the test also runs against code without it).
