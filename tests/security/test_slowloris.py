@@ -1,4 +1,5 @@
-"""``assay serve`` against slow and endless request heads (issue 26; ``server._protocol``):
+"""Claim: one client cannot hold ``assay serve``'s connections or grow it with a request head
+(issue 26; ``server._protocol``). Attack: slow and endless request heads;
 slowloris connections are closed at the head deadline, and a head that never ends is cut
 off at its cap instead of growing the service."""
 
