@@ -175,6 +175,65 @@ EXECUTOR_RETRIES = 2
 EXECUTOR_SPLIT_MIN_S = 0.2
 #: Share of the machine's memory the executor lets running jobs' memory limits add up to.
 EXECUTOR_MEMORY_SHARE = 0.75
+#: Session steps running at once per executor slot (their own budget: a step holds no batch
+#: worker). A waiting step (``sleep``, polling a server) costs only its place here; a
+#: computing one weighs on the CPU as one run does, so one per slot bounds what all steps
+#: together can take from batch work to what the same number of batch runs would.
+STEP_SLOTS_PER_SLOT = 1
+#: An agent session's CPU weight in percent of a judged run's (``RunRequest.cpu_weight``):
+#: where a session's processes (a fork bomb, a build) and judged runs want the same core,
+#: the runs get 4/5 of it; a session alone on the machine still gets all of it.
+SESSION_CPU_WEIGHT = 25
+
+#: Sessions one caller may have starting (created or forked) at once: a sandbox start costs
+#: a fraction of a core, and a flood of creates and forks from one caller took CPU from
+#: another's batch. The service's requests beyond it wait their turn on the event loop;
+#: a ``SessionManager`` used directly refuses them (``TooManySessions``, retry later).
+SESSION_STARTS_PER_CALLER = 2
+#: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
+#: the session's memory limit as they are written, so this bounds a promise, not RAM).
+SESSION_MAX_DISK_MB = 4096
+#: Largest total CPU of a session (the sandbox's bound of a run's CPU limit).
+SESSION_MAX_CPU_S = 3600.0
+#: Share of the memory available to the service (``MemAvailable`` at start, or its cgroup's
+#: limit if lower) that open sessions' memory limits may add up to by default: a session's
+#: limit is a promise of memory, and 256 sessions x 512 MiB were accepted on a 24 GiB host.
+#: The rest is left to batch jobs and the service itself.
+SESSION_MEMORY_SHARE = 0.5
+
+#: Largest download out of a session (a file, or the files of a tar), refused beyond it
+#: (HTTP 413 naming the path and this cap). The bytes stream through in chunks whatever the
+#: size; the cap bounds how long one download may keep a session and a connection busy and
+#: matches the largest session disk a request may ask for (``SESSION_MAX_DISK_MB``).
+SESSION_DOWNLOAD_MAX_BYTES = 4 << 30
+#: Bytes a second all session downloads of the service together may go at: each byte is
+#: copied by the agent, the pipe, the service's one interpreter and the socket, and without
+#: a bound one tenant's download loop took CPU from another's batch (2.7x its time alone
+#: on 2 cores). At this pace the largest download takes about a minute.
+SESSION_DOWNLOAD_BYTES_PER_S = 64 << 20
+#: Bytes read from a download's pipe at a time: what the service holds per download.
+SESSION_DOWNLOAD_CHUNK_BYTES = 1 << 20
+#: A download must be read to its end within this (a client reading 4 GiB at ~7 MB/s); a
+#: slower reader is cut off, which ends the agent's copy, not the session.
+SESSION_DOWNLOAD_TIMEOUT_S = 600.0
+#: Threads of the service that run session calls (steps, files, creates, downloads), apart
+#: from the event loop's default pool that batch submissions wait on: one per open session
+#: at the default session cap, so a call of one session never waits for another's.
+SERVER_SESSION_THREADS = 256
+#: Session calls of one caller (tenant) running on that pool at once; its others wait on
+#: the event loop: a quarter of the pool, so one caller's requests leave three quarters to
+#: the others.
+SERVER_SESSION_CALLS_PER_CALLER = 64
+#: A request's line and headers must arrive within this of its first byte (or of its
+#: connection): a client that trickles them (slowloris) is disconnected instead of holding a
+#: connection, and its descriptor, for ever. Generous for any real client on any network.
+SERVER_HEAD_TIMEOUT_S = 10.0
+#: Bytes a request may send before its headers end (431 and disconnect beyond): headers are
+#: a few KiB; one read of the socket may also carry up to 256 KiB of the body.
+SERVER_HEAD_MAX_BYTES = 1 << 20
+#: A request's body must arrive within this of its headers (32 MiB, the body cap, at
+#: about 0.3 MB/s).
+SERVER_BODY_TIMEOUT_S = 120.0
 
 
 def state_dir() -> Path:

@@ -4,7 +4,6 @@ as a user would), compared with the same rows judged in-process."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -17,7 +16,7 @@ from assay.integrations.verl import (
     compute_score_batch,
     compute_score_batch_async,
 )
-from serve_helpers import assay_serve
+from serve_helpers import served
 
 from .helpers import fenced
 
@@ -36,9 +35,8 @@ TRUTHS = [STDIO, STDIO, CALL, CALL, STDIO]
 
 
 @pytest.fixture(scope="module")
-def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with assay_serve(env={**os.environ, "ASSAY_API_TOKEN": ""}, log=log) as url:
+def serve_url() -> Iterator[str]:
+    with served() as (url, _pid):
         yield url
 
 

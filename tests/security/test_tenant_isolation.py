@@ -135,6 +135,7 @@ ATTEMPTS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/v1/sessions/{session_id}/rewards"): {},
     ("POST", "/v1/sessions/{session_id}/fork"): {},
     ("GET", "/v1/sessions/{session_id}/files"): {},
+    ("GET", "/v1/sessions/{session_id}/tar"): {},
     ("GET", "/v1/sessions/{session_id}/files/{path:path}"): {},
     ("PUT", "/v1/sessions/{session_id}/files/{path:path}"): {"content": b"0wned"},
     ("DELETE", "/v1/sessions/{session_id}/files/{path:path}"): {},

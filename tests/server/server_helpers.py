@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,12 +15,7 @@ from assay.executor import Execution, InMemoryBackend, Job, LocalExecutor, RunJo
 from assay.scheduler import RuntimeEstimator
 from assay.telemetry import MemoryWriter
 from assay.types import ExecResult
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from serve_helpers import free_port
 
 
 class Live:

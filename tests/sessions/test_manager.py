@@ -185,3 +185,37 @@ def test_create_and_end_are_logged_with_the_session_id_and_no_output(  # type: i
     assert (ended.session_id, ended.reason, ended.steps) == (s.id, "closed", 1)  # type: ignore[attr-defined]
     assert ended.levelname == "INFO"
     assert not any("secret-output-1234" in str(vars(r)) for r in caplog.records)
+
+
+def test_one_callers_flood_of_starts_is_refused_not_queued(runner) -> None:  # type: ignore[no-untyped-def]
+    # Issue 26: a flood of creates and forks from one caller took CPU from another's batch;
+    # at most SESSION_STARTS_PER_CALLER of one caller's sessions start at once.
+    from assay import defaults
+
+    m = SessionManager(runner)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def start(caller: str) -> None:
+        try:
+            m.create(limits=SMALL, caller=caller)
+            what = "made"
+        except TooManySessions as exc:
+            what = "refused" if "starting for 'flood'" in str(exc) else str(exc)
+        with lock:
+            outcomes.append(f"{caller} {what}")
+
+    flood = [threading.Thread(target=start, args=("flood",)) for _ in range(8)]
+    try:
+        for t in flood:
+            t.start()
+        for t in flood:
+            t.join(60)
+        made = outcomes.count("flood made")
+        assert outcomes.count("flood refused") == 8 - made, outcomes
+        assert 1 <= made < 8, outcomes  # (at least the first; never all eight at once)
+        start("other")  # another caller starts one whatever the flood did
+        assert outcomes[-1] == "other made", outcomes
+        assert defaults.SESSION_STARTS_PER_CALLER < 8
+    finally:
+        m.close_all()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import pytest
 from assay import LocalExecutor, Runner
 from assay.executor import RunJob
 from assay.scheduler import HIGH, LOW, NORMAL
-from assay.sessions import Session, SessionLimits
+from assay.sessions import Session, SessionEnded, SessionLimits
 
 SMALL = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
 
@@ -69,16 +70,19 @@ def test_a_low_priority_step_waits_for_a_high_batch(one_slot: LocalExecutor) -> 
     assert len(done) == 3 and finished[0] >= max(done), (done, finished)
 
 
-def test_a_step_holds_a_slot_and_an_idle_session_none(one_slot: LocalExecutor) -> None:
+def test_a_step_holds_a_step_slot_no_worker_and_an_idle_session_none(
+    one_slot: LocalExecutor,
+) -> None:
     with Session(one_slot, limits=SMALL) as s:
-        assert one_slot.busy == 0
+        assert one_slot.steps_running == 0
         t, _ = _step_in_thread(s, "sleep 1")
         deadline = time.monotonic() + 5
-        while one_slot.busy == 0 and time.monotonic() < deadline:
+        while one_slot.steps_running == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert one_slot.busy == 1
+        assert one_slot.steps_running == 1
+        assert one_slot.busy == 0  # the step runs without holding the batch worker
         t.join(30)
-        assert one_slot.busy == 0
+        assert one_slot.steps_running == 0
         # The idle session takes nothing from a batch: both runs go through the one slot.
         results = one_slot.run([RunJob("print(1)"), RunJob("print(2)")])
         assert [r.verdict for r in results] == ["ok", "ok"], results
@@ -106,3 +110,59 @@ def test_steps_and_a_batch_of_one_class_share_the_slot(one_slot: LocalExecutor) 
             time.sleep(0.05)
     finished = sorted(f[0] for _, f in steps)
     assert min(finished) < max(done) and min(done) < max(finished), (done, finished)
+
+
+def _sleeper(s: Session) -> threading.Thread:
+    """A thread whose step sleeps 15 s (or ends early when its session is closed)."""
+
+    def go() -> None:
+        with contextlib.suppress(SessionEnded):
+            s.exec("sleep 15")
+
+    t = threading.Thread(target=go)
+    t.start()
+    return t
+
+
+def test_sleeping_steps_do_not_hold_the_slots_from_a_plain_run(
+    tmp_path: Path, runner: Runner
+) -> None:
+    # Issue 26: more sleeping steps than slots held every worker for their whole timeout,
+    # and another caller's print(42) waited for them (22 s once).
+    with LocalExecutor(runner, slots=2, state_dir=tmp_path) as ex:
+        sessions = [Session(ex, limits=SMALL, caller=f"agent{i}") for i in range(4)]
+        try:
+            sleepers = [_sleeper(s) for s in sessions]
+            deadline = time.monotonic() + 10
+            while ex.steps_running < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert ex.steps_running == 2  # every step slot holds a sleeper
+            started = time.monotonic()
+            results = ex.run([RunJob("print(42)")], caller="trainer")
+            took = time.monotonic() - started
+            assert results[0].verdict == "ok", results
+            assert took < 5.0, took  # the sleepers have 15 s left
+        finally:
+            for s in sessions:
+                s.close()
+            for t in sleepers:
+                t.join(30)
+
+
+def test_one_callers_sleeping_steps_leave_step_slots_to_another(
+    tmp_path: Path, runner: Runner
+) -> None:
+    with LocalExecutor(runner, slots=2, state_dir=tmp_path) as ex:
+        hostile = [Session(ex, limits=SMALL, caller="hostile") for _ in range(3)]
+        other = Session(ex, limits=SMALL, caller="other")
+        try:
+            sleepers = [_sleeper(s) for s in hostile]
+            time.sleep(1.0)  # the hostile caller's steps are running or waiting
+            started = time.monotonic()
+            assert other.exec("echo hi").stdout == b"hi\n"
+            assert time.monotonic() - started < 5.0
+        finally:
+            for s in [*hostile, other]:
+                s.close()
+            for t in sleepers:
+                t.join(30)

@@ -1,9 +1,16 @@
-"""Calls that take one of the executor's slots: work that is not a job (an agent session's
-step) but must share the machine with batches, in the queue's order.
+"""Calls: work that is not a job (an agent session's step) but must share the machine with
+batches, admitted in the queue's order, run without holding a batch worker.
 
 A call is queued as a task like a job's: its priority class, its caller's fair share and
-its estimate decide when a worker takes it; the worker holds the call's memory from the
-executor's budget while it runs. The caller's thread waits for the result.
+its estimate decide *when* it starts. But a step may wait for minutes (a ``sleep``, a
+server it polls) while using no CPU, so it does not *run* on the worker that admitted it:
+the worker only lets it through and goes back to the queue, and the call runs on its own
+caller's thread. What bounds running calls is their own budget of step slots
+(:data:`~assay.defaults.STEP_SLOTS_PER_SLOT` per executor slot), separate from the batch
+slots, with at most half of it per caller; a step that computes competes for the CPU as
+one run does (every run and session has its own CPU cgroup of equal weight), so what a
+step costs batch work is its CPU use, not its wall time. Issue 26: eight sleeping steps
+used to hold every slot, and another caller's ``print(42)`` waited 22 s.
 """
 
 from __future__ import annotations
@@ -22,40 +29,66 @@ R = TypeVar("R")
 
 
 class SlotCall(Generic[R]):
-    """``fn()`` waiting for, then running on, an executor worker."""
+    """``fn()`` waiting for its turn in the queue; a worker admits it (:meth:`admit`) and
+    the caller's thread runs it."""
 
     def __init__(self, fn: Callable[[], R], memory_mb: int) -> None:
         self.fn = fn
         self.memory_mb = memory_mb
-        self._done = threading.Event()
-        self._result: R | None = None
-        self._error: BaseException | None = None
+        self._admitted = threading.Event()
 
-    def run(self) -> None:
-        try:
-            self._result = self.fn()
-        except BaseException as exc:  # handed to the caller's thread
-            self._error = exc
-        finally:
-            self._done.set()
+    def admit(self) -> None:
+        self._admitted.set()
 
-    def wait(self) -> R:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._result  # type: ignore[return-value]  # set: run() ended without error
+    def wait(self) -> None:
+        self._admitted.wait()
+
+
+class StepSlots:
+    """The step-slot budget: ``total`` calls run at once, at most ``per_caller`` of one
+    caller (so one caller's sleepers leave room for everybody else's steps)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.per_caller = max(1, (total + 1) // 2)
+        self._cond = threading.Condition()
+        self._running: dict[str, int] = {}
+        self.used = 0
+
+    def acquire(self, caller: str) -> None:
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self.used < self.total and self._running.get(caller, 0) < self.per_caller
+            )
+            self.used += 1
+            self._running[caller] = self._running.get(caller, 0) + 1
+
+    def release(self, caller: str) -> None:
+        with self._cond:
+            self.used -= 1
+            left = self._running[caller] - 1
+            if left:
+                self._running[caller] = left
+            else:
+                del self._running[caller]
+            self._cond.notify_all()
 
 
 class SlotCalls:
     """The executor's side of calls (mixed into :class:`~assay.executor.LocalExecutor`)."""
 
     _closed: bool
-    _busy: int
     _lock: threading.Lock
     _batches: itertools.count[int]
     _memory: Memory
+    _step_slots: StepSlots
     queue: FairQueue
     metrics: Metrics
+
+    @property
+    def steps_running(self) -> int:
+        """Calls running now (each holds a step slot, no batch worker)."""
+        return self._step_slots.used
 
     def call(
         self,
@@ -66,25 +99,27 @@ class SlotCalls:
         estimate_s: float = 0.0,
         memory_mb: int = 0,
     ) -> R:
-        """``fn()`` run on one of the executor's slots, queued with its jobs by the
-        scheduler's rules, and its result (or exception). Raises
+        """``fn()`` run on the caller's thread once it holds a step slot and the scheduler
+        has let it through (in its order with jobs), and its result (or exception). Raises
         :class:`~assay.errors.Overloaded` when the queue is full, and
         :class:`~assay.errors.ClosedError` once the executor is closed."""
         if self._closed:
             raise ClosedError("executor is closed")
-        slot_call = SlotCall(fn, memory_mb)
-        self.queue.put_many([Task(slot_call, caller, priority, estimate_s, next(self._batches))])
-        return slot_call.wait()
+        self._step_slots.acquire(caller)
+        try:
+            slot_call = SlotCall(fn, memory_mb)
+            task = Task(slot_call, caller, priority, estimate_s, next(self._batches))
+            self.queue.put_many([task])
+            slot_call.wait()
+            self._memory.acquire(memory_mb)
+            try:
+                return fn()
+            finally:
+                self._memory.release(memory_mb)
+        finally:
+            self._step_slots.release(caller)
 
     def _run_call(self, slot_call: SlotCall[Any], wait: float) -> None:
-        """A worker's turn at a call: the slot and the call's memory are held while it runs."""
-        with self._lock:
-            self._busy += 1
+        """A worker's turn at a call: it lets the call through and is free again at once."""
         self.metrics.observe_queue_wait(wait)
-        self._memory.acquire(slot_call.memory_mb)
-        try:
-            slot_call.run()
-        finally:
-            self._memory.release(slot_call.memory_mb)
-            with self._lock:
-                self._busy -= 1
+        slot_call.admit()

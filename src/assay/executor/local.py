@@ -10,7 +10,7 @@ One worker thread per slot pulls the next task from the :class:`~assay.scheduler
 - **Deadlines and cancellation**: unfinished jobs of the batch get a ``deadline`` or
   ``cancelled`` result with ``reward=None`` at once; queued work nobody waits for is dropped.
 - **Records and metrics** for every job (:mod:`assay.telemetry`); **calls** (session
-  steps) share the slots (:mod:`assay.executor._calls`).
+  steps) are admitted in the queue's order, on step slots of their own (``_calls``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..runner import Runner
 from ..scheduler import NORMAL, FairQueue, ResultCache, RuntimeEstimator, Task
 from ..telemetry import Metrics, RecordWriter, open_writer, tracing
 from . import _records
-from ._calls import SlotCall, SlotCalls
+from ._calls import SlotCall, SlotCalls, StepSlots
 from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from ._options import ExecutorOptions, with_defaults
@@ -106,6 +106,7 @@ class LocalExecutor(SlotCalls):
         self._lock = threading.Lock()
         self._inflight: dict[str, JobState] = {}
         self._busy = 0
+        self._step_slots = StepSlots(self.slots * defaults.STEP_SLOTS_PER_SLOT)
         self._batches = itertools.count()
         # Ids unique across executors and restarts without a urandom call per id.
         self._id_prefix = os.urandom(4).hex()

@@ -142,7 +142,7 @@ class Container:
         if self.cg is not None:
             run_base = self.cg.usage_bytes()
             budget = run_base + (lim.memory_mb << 20) + HOST_SLACK
-            self.cg.arm(CgroupLimits(memory_bytes=budget, pids=PIDS), zero=True)
+            self.cg.arm(CgroupLimits(budget, PIDS, req.cpu_weight), zero=True)
         started = time.monotonic()
         listeners = []
         for i in range(len(req.pass_fds)):

@@ -56,6 +56,10 @@ class RunRequest:
     #: about this of its CPU limit). Long-lived runs with large budgets (agent sessions) set
     #: more, so hundreds of idle ones do not keep the trusted process sampling.
     cpu_poll_s: float = defaults.CPU_POLL_MAX_S
+    #: The run's CPU weight, in percent of a judged run's (its cgroup's ``cpu.shares`` or
+    #: ``cpu.weight``): agent sessions weigh less, so their processes yield a contested core
+    #: to judged runs and take it whole when nothing else wants it.
+    cpu_weight: int = 100
 
 
 @dataclass

@@ -56,6 +56,7 @@ V2_CPU_WEIGHT = 100
 class CgroupLimits:
     memory_bytes: int
     pids: int
+    cpu_weight: int = 100  # percent of a judged run's (``RunRequest.cpu_weight``)
 
 
 class RunCgroup(Protocol):
@@ -171,6 +172,10 @@ class _V1Run:
                 _write(path, val)
         if last is None or last.pids != limits.pids:
             _write(self._pids, str(limits.pids))
+        before = 100 if last is None else last.cpu_weight  # prepare() wrote a run's weight
+        if before != limits.cpu_weight and "cpu" in self.dirs:
+            shares = max(2, V1_CPU_SHARES * limits.cpu_weight // 100)
+            _write(os.path.join(self.dirs["cpu"], "cpu.shares"), str(shares))
         self._written = limits
 
     def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
@@ -333,8 +338,9 @@ class _V2Run:
             _write(self._file("memory.max"), str(limits.memory_bytes))
         if last is None and self._has_swap:
             _write(self._file("memory.swap.max"), "0")
-        if last is None:
-            _write(self._file("cpu.weight"), str(V2_CPU_WEIGHT))
+        if last is None or last.cpu_weight != limits.cpu_weight:
+            weight = max(1, V2_CPU_WEIGHT * limits.cpu_weight // 100)
+            _write(self._file("cpu.weight"), str(weight))
         if last is None or last.pids != limits.pids:
             _write(self._file("pids.max"), str(limits.pids))
         self._written = limits

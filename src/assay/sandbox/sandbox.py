@@ -372,7 +372,7 @@ class Sandbox:
         try:
             if cg is not None:
                 try:
-                    cg_limits = _cg_limits(limits)
+                    cg_limits = _cg_limits(limits, req.cpu_weight)
                     cg.arm(cg_limits, zero=not slot.zeroed)
                     if self._cg_pool is not None:
                         self._cg_pool.note_limits(cg_limits)
@@ -445,8 +445,8 @@ class Sandbox:
             self._release(slot, reusable)
 
 
-def _cg_limits(limits: Limits) -> cgroups.CgroupLimits:
-    return cgroups.CgroupLimits(memory_bytes=limits.memory_mb << 20, pids=limits.processes)
+def _cg_limits(limits: Limits, cpu_weight: int = 100) -> cgroups.CgroupLimits:
+    return cgroups.CgroupLimits(limits.memory_mb << 20, limits.processes, cpu_weight)
 
 
 _SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL

@@ -89,6 +89,7 @@ def serve(
     from ..executor import LocalExecutor
     from ..runner import Runner
     from ..sandbox import SandboxConfig
+    from ._protocol import GuardedHttpToolsProtocol
     from .app import create_app
 
     settings = settings or Settings.from_env()
@@ -122,6 +123,7 @@ def serve(
             log_config=None,  # uvicorn's records go through the handler configured above
             timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
             server_header=False,
+            http=GuardedHttpToolsProtocol,  # deadlines and a cap on request heads
         )
         uvicorn.Server(config).run()
     finally:

@@ -10,7 +10,7 @@ answer is ready; it counts against the session cap (429 beyond it).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
 from typing import Any
 
@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import SandboxError, ValidationError
 from ..sessions import CellResult, Session, SessionEnded, SessionLimits, SessionRefused
 from . import _convert
+from ._callers import callers_of
 from ._service import Svc, Who, caller_of
 from .models import CommandRunResult, CommandRunStatus, RunStatus
-from .sessions import manager
+from .sessions import call_off_loop, manager
 
 router = APIRouter(tags=["sandboxfusion"])
 
@@ -124,21 +125,24 @@ async def run_jupyter(
         output_bytes=settings.max_output_bytes,
     )
     try:
-        session = await asyncio.to_thread(
-            lambda: m.create(
-                files=files,
-                limits=limits,
-                ttl_s=ttl,
-                idle_ttl_s=ttl,
-                caller=caller_of(request.scope, "sessions"),
-                owner=who.name,
+        who_calls = caller_of(request.scope, "sessions")
+        async with callers_of(m).starts.hold(who_calls):  # (its sessions' caller)
+            session = await call_off_loop(
+                functools.partial(
+                    m.create,
+                    files=files,
+                    limits=limits,
+                    ttl_s=ttl,
+                    idle_ttl_s=ttl,
+                    caller=who_calls,
+                    owner=who.name,
+                )
             )
-        )
     except SandboxError as exc:
         return RunJupyterResponse(status=RunStatus.SandboxError, message=str(exc))
     try:
-        return await asyncio.to_thread(_run, session, body, fetch)
+        return await call_off_loop(_run, session, body, fetch)
     except SessionEnded as exc:
         return RunJupyterResponse(status=RunStatus.Failed, message=str(exc))
     finally:
-        await asyncio.to_thread(session.close)
+        await call_off_loop(session.close)

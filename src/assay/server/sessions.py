@@ -10,24 +10,40 @@ sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import defaults
 from ..errors import ValidationError
-from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
+from ..sessions import (
+    Download,
+    DownloadFailed,
+    DownloadTooLarge,
+    Session,
+    SessionEnded,
+    SessionLimits,
+    SessionManager,
+    SessionRefused,
+)
 from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
 from . import _convert
+from ._callers import callers_of
 from ._service import PRIORITIES, Svc, Who, caller_of
 from .models import Priority, ProcessOutput
+from .settings import Settings
 from .tenants import Tenant
 
+T = TypeVar("T")
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
 
@@ -128,12 +144,25 @@ def _unknown(exc: UnknownSession) -> JSONResponse:
     return JSONResponse({"field": "session", "message": f"session: {exc}"}, 404)
 
 
+#: Threads that run session calls (steps, files, creates): their own pool, not the event
+#: loop's default one (a few threads, which ``/v1/run`` waits on too): sleeping steps used
+#: to take every thread of it, and another caller's ``print(42)`` waited for them.
+_POOL = ThreadPoolExecutor(defaults.SERVER_SESSION_THREADS, thread_name_prefix="assay-session")
+
+
+async def call_off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on the session pool, awaited."""
+    return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(fn, *args))
+
+
 async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: Any) -> Any:
-    """Call ``fn`` of ``who``'s session ``session_id`` off the event loop; errors become
-    answers (another tenant's session is unknown: 404)."""
+    """Call ``fn`` of ``who``'s session ``session_id`` off the event loop, within its
+    caller's share of the pool (``_callers``); errors become answers (another tenant's
+    session is unknown: 404)."""
     try:
         session = m.get(session_id, who.owner)
-        return await asyncio.to_thread(getattr(session, fn), *args)
+        async with callers_of(m).calls.hold(session.caller):
+            return await call_off_loop(getattr(session, fn), *args)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -149,30 +178,54 @@ async def create(
     """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session.
     It is the tenant's: its id answers 404 to every other (but an admin)."""
     files = _convert.files(body.files, svc.settings)
-    try:
-        limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
-    except TypeError as exc:
-        raise ValidationError("limits", str(exc)) from None
+    limits = _limits(body.limits or LimitsModel(), svc.settings)
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
     tar = tar_of(task.files) if task is not None else None
     image = _convert.image(body.image)
-    session = await asyncio.to_thread(
-        m.create,
-        files=files,
-        limits=limits,
-        ttl_s=body.ttl_s,
-        idle_ttl_s=body.idle_ttl_s,
-        priority=PRIORITIES[body.priority],
-        caller=caller_of(request.scope, body.caller),
-        tar=tar,
-        image=image,
-        owner=who.name,
-    )
+    bounds = callers_of(m)
+    who_calls = caller_of(request.scope, body.caller)
+    async with bounds.calls.hold(who_calls), bounds.starts.hold(who_calls):
+        session = await call_off_loop(
+            functools.partial(
+                m.create,
+                files=files,
+                limits=limits,
+                ttl_s=body.ttl_s,
+                idle_ttl_s=body.idle_ttl_s,
+                priority=PRIORITIES[body.priority],
+                caller=who_calls,
+                tar=tar,
+                image=image,
+                owner=who.name,
+            )
+        )
     if task is not None:
         attach(session, task, gated=body.gated)
     return session.info()
+
+
+def _limits(model: LimitsModel, settings: Settings) -> SessionLimits:
+    """A session's limits, each within the service's caps like the run API's (422 naming
+    the field): a session cannot ask for what ``/v1/run`` would refuse."""
+    caps: dict[str, float] = {
+        "cpu_s": settings.max_session_cpu_s,
+        "memory_mb": settings.max_memory_mb,
+        "processes": settings.max_processes,
+        "disk_mb": settings.max_session_disk_mb,
+        "output_bytes": settings.max_output_bytes,
+        "step_cpu_s": min(model.cpu_s, settings.max_session_cpu_s),
+        "step_memory_mb": settings.max_memory_mb,
+    }
+    for name, cap in caps.items():
+        value = getattr(model, name)
+        if isinstance(value, int | float) and value > cap:
+            raise ValidationError(f"limits.{name}", f"at most {cap:g}, got {value:g}")
+    try:
+        return SessionLimits(**model.model_dump())
+    except TypeError as exc:
+        raise ValidationError("limits", str(exc)) from None
 
 
 def _task(row: dict[str, Any] | None) -> AgentTask | None:
@@ -241,9 +294,14 @@ async def fork(session_id: str, m: Manager, who: Who) -> Any:
     """A new session with a copy of this one's workspace (processes are not copied), owned
     by the same tenant."""
     try:
-        child: Session = await asyncio.to_thread(m.fork, session_id, who.owner)
+        caller = m.get(session_id, who.owner).caller
+        bounds = callers_of(m)
+        async with bounds.calls.hold(caller), bounds.starts.hold(caller):
+            child: Session = await call_off_loop(m.fork, session_id, who.owner)
     except SessionEnded as exc:
         return _gone(exc)
+    except SessionRefused as exc:  # the tier cannot (gVisor passes no descriptors): ours
+        return JSONResponse({"field": "session", "message": f"fork: {exc}"}, 501)
     except UnknownSession as exc:
         return _unknown(exc)
     return child.info()
@@ -267,12 +325,58 @@ async def put_file(session_id: str, path: str, request: Request, m: Manager, who
 
 
 @router.get("/{session_id}/files/{path:path}")
-async def get_file(session_id: str, path: str, m: Manager, who: Who) -> Any:
-    """The raw bytes of ``path``."""
-    data = await _on(m, who, session_id, "read_file", path)
-    if isinstance(data, JSONResponse):
-        return data
-    return Response(data, media_type="application/octet-stream")
+async def get_file(session_id: str, path: str, svc: Svc, m: Manager, who: Who) -> Any:
+    """The raw bytes of ``path``, streamed (413 past the download cap)."""
+    cap = svc.settings.max_download_bytes
+    media = "application/octet-stream"
+    return await _download(m, who, session_id, media, "open_file", path, cap)
+
+
+@router.get("/{session_id}/tar")
+async def get_tar(
+    session_id: str,
+    svc: Svc,
+    m: Manager,
+    who: Who,
+    dir: str = Query("."),
+    gzip: bool = Query(False),
+) -> Any:
+    """A tar of directory ``dir`` of the workspace, streamed (413 when its files hold more
+    than the download cap)."""
+    kind = "application/gzip" if gzip else "application/x-tar"
+    cap = svc.settings.max_download_bytes
+    return await _download(m, who, session_id, kind, "open_tar", dir, gzip, cap)
+
+
+async def _download(
+    m: SessionManager, who: Tenant, session_id: str, media: str, fn: str, *args: Any
+) -> Any:
+    """A download as a streamed response: chunks of a pipe the agent writes into, so the
+    service holds one chunk of it at a time, whatever its size (issue 26)."""
+    try:
+        download: Download = await _on(m, who, session_id, fn, *args)
+    except DownloadTooLarge as exc:
+        field = "dir" if fn == "open_tar" else "path"
+        return JSONResponse({"field": field, "message": f"{field}: {exc}", "limit": exc.limit}, 413)
+    except DownloadFailed as exc:
+        return JSONResponse({"field": "session", "message": f"session: {exc}"}, 500)
+    if isinstance(download, JSONResponse):
+        return download
+    headers = {"Content-Length": str(download.size)} if fn == "open_file" else {}
+    return StreamingResponse(_chunks(download), media_type=media, headers=headers)
+
+
+async def _chunks(download: Download) -> AsyncIterator[bytes]:
+    """The download's chunks, each read on the session pool (a stalled agent holds one of
+    its threads, never one of the event loop's own); closed however the response ends."""
+    it = iter(download)
+    done = object()
+    try:
+        while (chunk := await call_off_loop(next, it, done)) is not done:
+            assert isinstance(chunk, bytes)
+            yield chunk
+    finally:
+        await call_off_loop(download.close)
 
 
 @router.delete(

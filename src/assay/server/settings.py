@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .. import defaults
 from . import tenants
 
 
@@ -45,6 +46,14 @@ class Settings:
     #: ... and at most this many bytes of their results (outputs, messages), oldest
     #: finished batches dropped first, so a stream of large outputs cannot grow the service.
     max_batches_kept_bytes: int = 256 << 20
+    #: Upper bounds of a session's limits beyond ``max_memory_mb`` (its memory and each
+    #: step's) and ``max_output_bytes`` (per stream per step): its /work and /tmp, its
+    #: total CPU, its processes (the run API's bound).
+    max_session_disk_mb: int = defaults.SESSION_MAX_DISK_MB
+    max_session_cpu_s: float = defaults.SESSION_MAX_CPU_S
+    max_processes: int = 1024
+    #: Largest session download (a file, or a tar's files): 413 naming the path beyond it.
+    max_download_bytes: int = defaults.SESSION_DOWNLOAD_MAX_BYTES
     #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth):
     #: the one token of the tenant ``default`` (see :mod:`assay.server.tenants`).
     api_token: str | None = field(default=None, repr=False)
@@ -73,6 +82,10 @@ class Settings:
             max_files=_env_int("ASSAY_SERVER_MAX_FILES", base.max_files),
             max_memory_mb=_env_int("ASSAY_SERVER_MAX_MEMORY_MB", base.max_memory_mb),
             max_batch=_env_int("ASSAY_SERVER_MAX_BATCH", base.max_batch),
+            max_session_disk_mb=_env_int(
+                "ASSAY_SERVER_MAX_SESSION_DISK_MB", base.max_session_disk_mb
+            ),
+            max_download_bytes=_env_int("ASSAY_SERVER_MAX_DOWNLOAD_BYTES", base.max_download_bytes),
             api_token=os.environ.get("ASSAY_API_TOKEN") or None,
             api_tokens=pairs,
             admin_tenants=admins,

@@ -1,5 +1,6 @@
 """Agent sessions: a sandbox whose workspace and processes live across an agent's steps."""
 
+from ._download import Download, DownloadFailed, DownloadTooLarge
 from .asyncio import AsyncSession
 from .manager import SessionManager, TooManySessions
 from .session import Session
@@ -10,6 +11,9 @@ from .verify import EpisodeRewards, VerifyResult
 __all__ = [
     "AsyncSession",
     "CellResult",
+    "Download",
+    "DownloadFailed",
+    "DownloadTooLarge",
     "EpisodeRewards",
     "RewardWeights",
     "Session",

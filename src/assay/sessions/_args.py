@@ -11,6 +11,7 @@ from ..errors import ValidationError
 AGENT = ".assay_agent.py"
 AGENT_PYC = ".assay_agent.pyc"
 KERNEL = ".assay_kernel.py"
+#: A session's longest TTL, and the longest wall limit of a run (``Limits.wall_s``).
 MAX_TTL_S = 4 * 3600.0
 
 
@@ -20,6 +21,15 @@ def check_time(field: str, value: float) -> float:
     if not 0 < value <= MAX_TTL_S:
         raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
     return float(value)
+
+
+def step_cost(cpu_s: object, wall_s: float) -> float:
+    """What a step cost its caller's fair share: its CPU time when the agent reports it
+    (exec), else its wall time; the agent is inside the sandbox, so its figure is kept
+    within [0, wall]. A step that waits (``sleep``) costs next to nothing."""
+    if isinstance(cpu_s, bool) or not isinstance(cpu_s, int | float):
+        return wall_s
+    return min(max(float(cpu_s), 0.0), wall_s)
 
 
 def user_files(files: Mapping[str, str | bytes] | None) -> list[tuple[str, bytes, int]]:

@@ -14,11 +14,13 @@ refusals, ends by reason and lifetimes (:meth:`SessionManager.stats`).
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 import time
 from typing import Any
 
+from .. import defaults
 from ..errors import Overloaded, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._held import HeldSessions
@@ -40,6 +42,39 @@ def overdue(session: Session, now: float) -> bool:
     if late - session.created >= session.ttl_s:
         return True
     return not session.busy and late - session.last_used >= session.idle_ttl_s
+
+
+def host_memory_mb() -> int | None:
+    """MiB this process may still use: ``MemAvailable``, or its memory cgroup's limit (v1
+    or v2) if lower; None if neither can be read."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo") as fh:
+            found += [int(x.split()[1]) >> 10 for x in fh if x.startswith("MemAvailable:")]
+        with open("/proc/self/cgroup") as fh:
+            lines = [x.rstrip("\n").split(":", 2) for x in fh]
+    except (OSError, ValueError, IndexError):
+        lines = []
+    for _, controllers, path in (x for x in lines if len(x) == 3):
+        if controllers == "":
+            limit = f"/sys/fs/cgroup{path}/memory.max"
+        elif "memory" in controllers.split(","):
+            limit = f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"
+        else:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            with open(limit) as fh:
+                found.append(int(fh.read().strip()) >> 20)  # "max" (no limit): ValueError
+    return min(found) if found else None
+
+
+def default_memory_budget_mb() -> int | None:
+    """The sessions' memory budget when none is given (``defaults.SESSION_MEMORY_SHARE``
+    of :func:`host_memory_mb`), never below one default session."""
+    host = host_memory_mb()
+    if host is None:
+        return None
+    return max(SessionLimits().memory_mb, int(host * defaults.SESSION_MEMORY_SHARE))
 
 
 class TooManySessions(Overloaded):
@@ -72,17 +107,23 @@ class SessionManager:
         memory_budget_mb: int | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        """``memory_budget_mb``: what open sessions' memory limits may add up to (None:
+        :func:`default_memory_budget_mb`, from what the host has)."""
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
         if getattr(source, "session_class", None) is None:  # (Ray: sessions on its nodes)
             executor_of(source)  # checks what it is
         self.source = source
         self.max_sessions = max_sessions
+        if memory_budget_mb is None:
+            memory_budget_mb = default_memory_budget_mb()
         self.memory_budget_mb = memory_budget_mb
         self._lock = threading.Lock()
         self._held = HeldSessions()
         self._reserved = 0
         self._reserved_mb = 0
+        # Sessions being started (created or forked) per caller: a sandbox start is work.
+        self._starting: collections.Counter[str] = collections.Counter()
         # Ended sessions whose sandbox run is still being torn down (-> when they ended).
         self._ending: dict[Session, float] = {}
         self._ended_steps = 0
@@ -95,12 +136,16 @@ class SessionManager:
     def _memory_mb(self) -> int:
         return sum(s.limits.memory_mb for s in self._held.open.values()) + self._reserved_mb
 
-    def _reserve(self, limits: SessionLimits) -> None:
+    def _reserve(self, limits: SessionLimits, caller: str) -> None:
         with self._lock:
             used = len(self._held.open) + self._reserved
+            starting = self._starting[caller]
             full = None
             if used >= self.max_sessions:
                 full = TooManySessions("sessions", used, self.max_sessions)
+            elif starting >= defaults.SESSION_STARTS_PER_CALLER:
+                cap = defaults.SESSION_STARTS_PER_CALLER
+                full = TooManySessions(f"sessions starting for {caller!r}", starting, cap)
             elif self.memory_budget_mb is not None:
                 mem = self._memory_mb()
                 if mem + limits.memory_mb > self.memory_budget_mb:
@@ -111,11 +156,17 @@ class SessionManager:
                 raise full
             self._reserved += 1
             self._reserved_mb += limits.memory_mb
+            self._starting[caller] += 1
 
-    def _admit(self, limits: SessionLimits, session: Session | None, owner: str | None) -> None:
+    def _admit(
+        self, limits: SessionLimits, session: Session | None, caller: str, owner: str | None
+    ) -> None:
         with self._lock:
             self._reserved -= 1
             self._reserved_mb -= limits.memory_mb
+            self._starting[caller] -= 1
+            if not self._starting[caller]:
+                del self._starting[caller]
             if session is not None and not session.ended:
                 self._held.hold(session, owner)
         if session is not None:
@@ -191,12 +242,13 @@ class SessionManager:
         """A new session (``Session``'s keyword arguments), ``owner``'s if given: then only
         lookups for ``owner`` (or for any owner) find it."""
         limits = kwargs.get("limits") or SessionLimits()
-        self._reserve(limits)
+        caller = str(kwargs.get("caller", "sessions"))
+        self._reserve(limits, caller)
         session = None
         try:
             session = Session(self.source, **kwargs)
         finally:
-            self._admit(limits, session, owner)
+            self._admit(limits, session, caller, owner)
         return session
 
     def get(self, session_id: str, owner: str | None = None) -> Session:
@@ -215,12 +267,12 @@ class SessionManager:
         parent = self.get(session_id, owner)
         with self._lock:
             parent_owner = self._held.owners.get(parent.id)
-        self._reserve(parent.limits)
+        self._reserve(parent.limits, parent.caller)
         child = None
         try:
             child = parent.fork()
         finally:
-            self._admit(parent.limits, child, parent_owner)
+            self._admit(parent.limits, child, parent.caller, parent_owner)
         return child
 
     def close(self, session_id: str, owner: str | None = None) -> None:

@@ -24,8 +24,9 @@ from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, check_time, opt_int, user_files, work_path
+from ._args import KERNEL, MAX_TTL_S, check_time, opt_int, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
+from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
 from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
 
@@ -41,6 +42,7 @@ REPLY_GRACE_S = 10.0
 CALL_TIMEOUT_S = 60.0
 #: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
 CPU_POLL_S = 0.5
+DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
 
 
 def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
@@ -95,7 +97,7 @@ class Session:
         if not isinstance(caller, str) or not caller:
             raise ValidationError("caller", "must be a non-empty string")
         self.priority, self.caller = priority, caller
-        self._step_s = 0.05  # a running estimate of a step's wall time, for the scheduler
+        self._step_s = 0.05  # a running estimate of a step's CPU seconds (``step_cost``)
         self.limits = limits or SessionLimits()
         if not isinstance(self.limits, SessionLimits):
             raise ValidationError("limits", "must be a SessionLimits")
@@ -111,6 +113,7 @@ class Session:
                 raise ValidationError("image", "a session in an image needs a Runner source")
             runner, release = runner.images.hold(image)
             self._execute = runner.execute
+        self._pipes = not (isinstance(runner, Runner) and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed
         self.created = time.monotonic()
         self.last_used = self.created
@@ -144,7 +147,7 @@ class Session:
             ],
             limits=Limits(
                 time_s=lim.cpu_s,
-                wall_s=self.ttl_s + 5.0,  # the reaper ends it at the TTL; this is the backstop
+                wall_s=min(self.ttl_s + 5.0, MAX_TTL_S),  # the reaper ends it at the TTL
                 memory_mb=lim.memory_mb,
                 processes=lim.processes,
                 output_bytes=64 << 10,  # the agent writes nothing; a step's output is capped
@@ -157,6 +160,7 @@ class Session:
             # The budget is checked twice a second (not every 50 ms): an idle session then
             # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
             cpu_poll_s=CPU_POLL_S,
+            cpu_weight=defaults.SESSION_CPU_WEIGHT,
         )
         self._thread = threading.Thread(
             target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
@@ -309,16 +313,19 @@ class Session:
         return reply, data
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
-        """A step: on an executor it waits for a slot (a step holds one while it runs, an
-        idle session none), and it counts in ``steps``."""
+        """A step: on an executor it waits for its turn and a step slot (held while it runs,
+        never a batch worker; an idle session holds none); it counts in ``steps``."""
 
         def run() -> tuple[dict[str, Any], bytes]:
             started = time.monotonic()
+            reply: tuple[dict[str, Any], bytes] = ({}, b"")
             try:
-                return self._call(msg, timeout=timeout)
+                reply = self._call(msg, timeout=timeout)
+                return reply
             finally:
                 self.steps += 1
-                self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
+                cost = step_cost(reply[0].get("cpu_s"), time.monotonic() - started)
+                self._step_s = 0.8 * self._step_s + 0.2 * cost
 
         if self._slot_call is None:
             return run()
@@ -412,6 +419,16 @@ class Session:
         """A tar of ``directory`` (default: the whole workspace)."""
         msg = {"op": "tar", "dir": work_path(directory, allow_root=True), "gzip": gzip}
         return self._call(msg)[1]
+
+    def open_file(self, path: str, max_bytes: int = DOWNLOAD_MAX) -> Download:
+        """``path``'s bytes as chunks with bounded memory (``sessions._download``)."""
+        return file_download(self._call, work_path(path), max_bytes, self._pipes)
+
+    def open_tar(
+        self, directory: str = ".", gzip: bool = False, max_bytes: int = DOWNLOAD_MAX
+    ) -> Download:
+        """A tar of ``directory`` as chunks with bounded memory (``sessions._download``)."""
+        return tar_download(self._call, work_path(directory, True), gzip, max_bytes, self._pipes)
 
     def upload_tar(self, data: bytes, directory: str = ".") -> None:
         """Unpack a tar (regular files and directories only) into ``directory``."""

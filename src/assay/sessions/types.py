@@ -14,6 +14,8 @@ EndReason = Literal[
     "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
 ]
 StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
+#: A session's largest CPU budget: it is one sandbox run, whose CPU limit is at most an hour.
+MAX_CPU_S = 3600.0
 
 
 class SessionEnded(AssayError):
@@ -79,6 +81,8 @@ class SessionLimits:
                 raise ValidationError(
                     f"limits.{name}", f"must be a positive integer, got {value!r}"
                 )
+        if self.cpu_s > MAX_CPU_S:
+            raise ValidationError("limits.cpu_s", f"at most {MAX_CPU_S:g}, got {self.cpu_s!r}")
         if self.memory_mb < 32:
             raise ValidationError("limits.memory_mb", "a session needs at least 32 MiB")
         if self.processes < 4:

@@ -27,15 +27,19 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
+from ... import defaults
 from ...errors import SandboxError, ValidationError
 from ...sandbox import RunRequest
-from ...sessions import _reaper
+from ...sessions import Download, DownloadTooLarge, _reaper
+from ...sessions._download import Chunks
 from ...sessions.session import Session
 from ...sessions.types import SessionEnded, SessionRefused
 from ...sessions.verify import inherit
 from ...types import ExecResult
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
 from ._nodes import Node
+
+DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -205,6 +209,17 @@ class RemoteSession(Session):
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
+    def open_file(self, path: str, max_bytes: int = DOWNLOAD_MAX) -> Download:
+        """The file, fetched whole from its node (the driver holds it, up to the cap, while
+        it is handed on: the pipe of a local session does not reach another machine)."""
+        return _whole(path, self.read_file(path), max_bytes)
+
+    def open_tar(
+        self, directory: str = ".", gzip: bool = False, max_bytes: int = DOWNLOAD_MAX
+    ) -> Download:
+        """A tar of ``directory``, fetched whole from its node (as :meth:`open_file`)."""
+        return _whole(directory, self.download_tar(directory, gzip), max_bytes)
+
     def fork(self, session_id: str | None = None) -> Session:
         """A new session on the same node with a copy of this one's workspace."""
         if self.end_reason is not None:
@@ -216,6 +231,13 @@ class RemoteSession(Session):
         child._bind(self.source, self.node, _value(answer))
         inherit(self, child)
         return child
+
+
+def _whole(what: str, data: bytes, limit: int) -> Download:
+    if len(data) > limit:
+        raise DownloadTooLarge(what, len(data), limit)
+    step = defaults.SESSION_DOWNLOAD_CHUNK_BYTES
+    return Chunks(what, len(data), limit, lambda at: data[at : at + step])
 
 
 # What a session does in its sandbox (run a step, read or write a file...) the node's

@@ -109,6 +109,33 @@ def workspace_op(
         with tarfile_open(io.BytesIO(payload), "r") as tar:
             untar(tar, inside(req.get("dir") or "."))
         return {}
+    if op == "read_range":  # a download where descriptors cannot be passed (gVisor)
+        fd = os.open(inside(req["path"], must_exist=True), os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            return {"_data": os.pread(fd, min(int(req["length"]), 1 << 20), int(req["offset"]))}
+        finally:
+            os.close(fd)
+    if op == "stat":
+        path = inside(req["path"], must_exist=True)
+        size, count = tree_size(path)
+        kind = "dir" if os.path.isdir(path) else "file" if os.path.isfile(path) else "other"
+        return {"type": kind, "size": size, "entries": count}
+    if op in ("read_to", "tar_to"):  # a download: the bytes go into a pipe, never a reply
+        before = signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # the reader may go away
+        try:
+            if op == "read_to":
+                copy_file(inside(req["path"], must_exist=True), take_fd(fds))
+            else:
+                tar_to(
+                    inside(req.get("dir") or ".", must_exist=True),
+                    bool(req.get("gzip")),
+                    take_fd(fds),
+                )
+        except BrokenPipeError:
+            raise Refused("the reader stopped reading") from None
+        finally:
+            signal.signal(signal.SIGPIPE, before)
+        return {}
     if op == "send_tree":  # fork: the tree goes straight into the child's agent
         # A child that stops reading is an EPIPE for this request, not a SIGPIPE that ends
         # the parent session.
@@ -122,6 +149,47 @@ def workspace_op(
         receive_tree(inside(req.get("dir") or "."), take_fd(fds))
         return {}
     return None
+
+
+def tree_size(path: str) -> tuple[int, int]:
+    """Bytes of a regular file, or of the regular files under a directory (links not
+    followed), and the entries: what a download of it holds, before headers."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return (st.st_size if stat.S_ISREG(st.st_mode) else 0), 1
+    total = entries = 0
+    for top, dirs, names in os.walk(path):
+        entries += len(dirs) + len(names)
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+    return total, entries
+
+
+def copy_file(path: str, fd: int) -> None:
+    """The bytes of regular file ``path`` into ``fd`` (closed at the end)."""
+    with os.fdopen(fd, "wb", buffering=0) as out:
+        src = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(src).st_mode):
+                raise Refused(f"not a file: {os.path.relpath(path, WORK)!r}")
+            while chunk := os.read(src, COPY_BUF):
+                view = memoryview(chunk)
+                while view:
+                    view = view[out.write(view) or 0 :]
+        finally:
+            os.close(src)
+
+
+def tar_to(path: str, gzip: bool, fd: int) -> None:
+    """A tar of directory ``path``'s entries streamed into ``fd`` (closed at the end)."""
+    with os.fdopen(fd, "wb") as out, tarfile_open(out, "w|gz" if gzip else "w|") as tar:
+        for name in sorted(os.listdir(path)):
+            tar.add(os.path.join(path, name), arcname=name)
 
 
 def untar(tar: Any, dest: str) -> None:
