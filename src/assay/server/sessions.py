@@ -22,7 +22,8 @@ from ..errors import ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
 from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
-from ..tasks import AgentTask, tar_of
+from ..tasks import AgentTask
+from ..tasks.workspace import workspace_tar
 from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
@@ -148,7 +149,7 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
-    tar = tar_of(task.files) if task is not None else None
+    tar = workspace_tar(task) if task is not None else None
     image = _convert.image(body.image)
     session = await asyncio.to_thread(
         m.create,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ValidationError
-from .types import files_from_tar
+from .types import tree_from_tar
 
 _ENV = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -20,14 +22,19 @@ _ENV = {
 }
 
 
-def _git(args: list[str], cwd: Path | None = None, stdin: bytes = b"") -> bytes:
+def _git(
+    args: list[str],
+    cwd: Path | None = None,
+    stdin: bytes = b"",
+    env: Mapping[str, str] | None = None,
+) -> bytes:
     try:
         done = subprocess.run(
             ["git", "-c", "protocol.allow=never", *args],
             cwd=cwd,
             input=stdin,
             capture_output=True,
-            env=_ENV,
+            env={**_ENV, **(env or {})},
             timeout=120,
             check=False,
         )
@@ -40,6 +47,11 @@ def _git(args: list[str], cwd: Path | None = None, stdin: bytes = b"") -> bytes:
 
 def files_at(repo: Path, commit: str) -> dict[str, bytes]:
     """Every regular file of ``repo`` at ``commit`` (a local repository or bare mirror)."""
+    return tree_at(repo, commit)[0]
+
+
+def tree_at(repo: Path, commit: str) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Every regular file and symlink (path -> target) of ``repo`` at ``commit``."""
     if not repo.exists():
         raise ValidationError("repo", f"{repo} does not exist")
     if commit.startswith("-"):
@@ -48,7 +60,47 @@ def files_at(repo: Path, commit: str) -> dict[str, bytes]:
         _git(["rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"], cwd=repo)
     except ValidationError:
         raise ValidationError("commit", f"{commit!r} is not a commit of {repo}") from None
-    return files_from_tar(_git(["archive", "--format=tar", commit], cwd=repo), "repo")
+    return tree_from_tar(_git(["archive", "--format=tar", commit], cwd=repo), "repo")
+
+
+def repo_tar(files: Mapping[str, bytes], links: Mapping[str, str], message: str) -> bytes:
+    """A tarball of the workspace as a git repository: ``files`` and ``links`` committed as
+    one commit (``message``), the history packed into one file, and an identity set so that
+    ``git diff``, ``git status``, ``git stash`` and ``git commit`` work for the agent."""
+    with tempfile.TemporaryDirectory(prefix="assay-ws-") as tmp:
+        root = Path(tmp)
+        for path, data in files.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for path, dest in links.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(dest, target)
+        fixed = "2000-01-01T00:00:00+0000"  # the same task gives the same commit id
+        env = {
+            "GIT_AUTHOR_DATE": fixed,
+            "GIT_COMMITTER_DATE": fixed,
+            "GIT_AUTHOR_NAME": "assay",
+            "GIT_AUTHOR_EMAIL": "assay@localhost",
+            "GIT_COMMITTER_NAME": "assay",
+            "GIT_COMMITTER_EMAIL": "assay@localhost",
+        }
+        _git(["init", "-q", "-b", "main"], cwd=root)
+        for key, value in (("user.name", "agent"), ("user.email", "agent@localhost")):
+            _git(["config", key, value], cwd=root)
+        _git(["add", "-A", "-f"], cwd=root)
+        _git(["commit", "-q", "--no-verify", "-m", message], cwd=root, env=env)
+        _git(["repack", "-adq"], cwd=root)
+        _git(["prune-packed"], cwd=root)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(root / ".git", arcname=".git")
+            for path in sorted(files):
+                tar.add(root / path, arcname=path)
+            for path in sorted(links):
+                tar.add(root / path, arcname=path)
+        return buf.getvalue()
 
 
 def apply_patch(files: Mapping[str, bytes], patch: str, field: str) -> dict[str, bytes]:

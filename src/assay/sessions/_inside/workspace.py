@@ -102,8 +102,10 @@ def workspace_op(
         path = inside(req.get("dir") or ".", must_exist=True)
         buf = io.BytesIO()
         with tarfile_open(buf, "w:gz" if req.get("gzip") else "w") as tar:
+            skip = set(req.get("exclude") or ())
             for name in sorted(os.listdir(path)):
-                tar.add(os.path.join(path, name), arcname=name)
+                if name not in skip:
+                    tar.add(os.path.join(path, name), arcname=name)
         return {"_data": buf.getbuffer()}
     if op == "untar":
         with tarfile_open(io.BytesIO(payload), "r") as tar:
