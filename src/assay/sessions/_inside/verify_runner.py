@@ -252,9 +252,13 @@ def _assay_boot():
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(where)
-    token = sock.recv(64)
+    token, pid, getframe = sock.recv(64), os.getpid(), sys._getframe
     def done():
-        sock.sendall(token)
+        # Only the process that registered, and only from the interpreter's own shutdown
+        # (no Python frame calls it: code that runs the exit functions itself, or a forked
+        # child exiting normally, does not count as this process's normal exit).
+        if os.getpid() == pid and getframe(0).f_back is None:
+            sock.sendall(token)
     atexit.register(done)
 try:
     _assay_boot()
