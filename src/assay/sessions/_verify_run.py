@@ -78,6 +78,9 @@ def prepare(
     guarded |= {p for p in (*snapshot, *task.files, *links) if is_runner_config(p)}
     if task.test_command:
         guarded |= command_paths(task.test_command, task.files)
+    # The files the counted tests live in run as the task has them (a PASS_TO_PASS test
+    # the agent rewrites would hide a regression).
+    guarded |= {i.partition("::")[0] for i in task.test_names} & set(task.files)
     edits = []
     for path in sorted(guarded):
         original, current = task.files.get(path), snapshot.get(path)
@@ -95,10 +98,13 @@ def prepare(
 def plain_tests(task: AgentTask, work: Mapping[str, bytes]) -> list[str] | None:
     """The node ids of the hidden tests if every file holds only top-level zero-argument
     ``test*`` functions and nothing needs pytest (no ``pytest`` import, no fixture, no
-    decorator, no test class, no conftest): such tests run without importing pytest, which
+    decorator, no test class, no conftest, no pytest configuration of the project, no test
+    of the workspace's own files to run): such tests run without importing pytest, which
     costs ~100 ms. ``None`` when pytest is needed."""
     if task.test_command or any(os.path.basename(p) == "conftest.py" for p in work):
         return None
+    if has_pytest_config(task.files) or run_files(task, work) != sorted(task.tests):
+        return None  # the project's pytest configuration, or tests of the workspace run
     ids = []
     for path, text in task.tests.items():
         try:

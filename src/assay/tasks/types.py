@@ -17,8 +17,9 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
   Python process it started exited normally. The files it names are protected;
 - ``test_names`` (optional): the pytest node ids that count (default: every test collected
   from ``tests``); SWE-bench rows set it to ``FAIL_TO_PASS + PASS_TO_PASS``;
-- ``protected`` (paths the agent must not change; the test paths and every ``conftest.py``
-  of the workspace are always protected), ``reference_patch`` (optional unified diff),
+- ``protected`` (paths the agent must not change; the test paths, the files the
+  ``test_names`` live in, the files a ``test_command`` names, pytest's configuration
+  files and every ``conftest.py`` of the workspace are always protected), ``reference_patch`` (optional unified diff),
   ``limits`` (optional: ``time_s``, ``memory_mb``, ``disk_mb`` of one verification; the
   staged workspace comes on top of ``disk_mb``), ``metadata``;
 - ``strict_values`` (optional, default false): ``==`` in the hidden tests' asserts refuses
