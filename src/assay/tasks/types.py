@@ -41,6 +41,7 @@ from typing import Any, cast
 from .. import defaults
 from ..errors import ValidationError
 from ..types import Limits
+from ._tar import read_tree
 
 #: Largest workspace a task may carry (all files together).
 MAX_WORKSPACE_BYTES = defaults.TASK_MAX_WORKSPACE_BYTES
@@ -100,6 +101,27 @@ def tree_from_tar(data: bytes, field_name: str = "archive") -> tuple[dict[str, b
     out: dict[str, bytes] = {}
     links: dict[str, str] = {}
     total = 0
+
+    def _count(_name: str, size: int) -> None:
+        nonlocal total
+        total += size
+        if total > MAX_WORKSPACE_BYTES:
+            raise ValidationError(
+                field_name,
+                f"workspace larger than {MAX_WORKSPACE_BYTES >> 20} MiB "
+                "(assay.defaults.TASK_MAX_WORKSPACE_BYTES)",
+            )
+
+    fast = read_tree(data, _count)
+    if fast is not None:
+        for kind, entries in ((out, fast[0]), (links, fast[1])):
+            for name, value in entries:
+                try:
+                    kind[check_path(field_name, name)] = value  # type: ignore[index]
+                except ValidationError:
+                    continue
+        return out, links
+    total = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
             for member in tar:
@@ -112,13 +134,7 @@ def tree_from_tar(data: bytes, field_name: str = "archive") -> tuple[dict[str, b
                 if member.issym():
                     links[path] = member.linkname
                     continue
-                total += member.size
-                if total > MAX_WORKSPACE_BYTES:
-                    raise ValidationError(
-                        field_name,
-                        f"workspace larger than {MAX_WORKSPACE_BYTES >> 20} MiB "
-                        "(assay.defaults.TASK_MAX_WORKSPACE_BYTES)",
-                    )
+                _count(path, member.size)
                 fh = tar.extractfile(member)
                 if fh is not None:
                     out[path] = fh.read()
