@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from assay import Runner
-from assay.sessions import Session
-from assay.sessions import _verify_run
+from assay.sessions import Session, _verify_run
 from assay.sessions.verify import verifier_of
 from assay.tasks.swebench import from_row
 from assay.tasks.types import task_limits, tree_from_tar
@@ -45,9 +44,9 @@ realrepos = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(realrepos)
 
 
-def _timed(fn: Any) -> tuple[Any, float]:
+def _timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
     t = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return out, time.perf_counter() - t
 
 
@@ -64,10 +63,10 @@ def measure(runner: Runner, mirrors: Path, extra: int, repeat: int) -> dict[str,
         parts: dict[str, list[float]] = {k: [] for k in ("download", "parse", "prepare", "run")}
         verifier = verifier_of(session)
         for _ in range(repeat):
-            tar, t1 = _timed(lambda: session.download_tar(exclude=(".git",)))
-            (files, links), t2 = _timed(lambda: tree_from_tar(tar, "workspace"))
-            (work, _edits), t3 = _timed(lambda: _verify_run.prepare(task, files, links))
-            run, t4 = _timed(lambda: _verify_run.run_tests(runner.execute, task, work, links))
+            tar, t1 = _timed(session.download_tar, exclude=(".git",))
+            (files, links), t2 = _timed(tree_from_tar, tar, "workspace")
+            (work, _edits), t3 = _timed(_verify_run.prepare, task, files, links)
+            run, t4 = _timed(_verify_run.run_tests, runner.execute, task, work, links)
             assert run.complete, run.tail()
             for key, value in zip(parts, (t1, t2, t3, t4), strict=True):
                 parts[key].append(value)

@@ -183,8 +183,9 @@ def build(mirrors: Path, name: str, extra_files: int = 0) -> dict[str, Any]:
     # pytest escapes a newline in an id unless the project says not to (flat's setup.cfg):
     # then SWE-bench's log line, and so its stored id, stops at the newline.
     fail_to_pass.append(
-        f"{test_file}::test_contains_equal[big" if name == "flat" else
-        f"{test_file}::test_contains_equal[big\\nint]"
+        f"{test_file}::test_contains_equal[big"
+        if name == "flat"
+        else f"{test_file}::test_contains_equal[big\\nint]"
     )
     pass_to_pass = [
         f"{test_file}::test_add",

@@ -20,7 +20,9 @@ def test_import_roots() -> None:
         "pyproject.toml": b'[tool.setuptools.package-dir]\n"" = "lib"\n',
     }
     assert import_roots(declared) == ["", "lib"]
-    assert import_roots({"setup.cfg": b"[options]\npackage_dir =\n    =code\n", "code/m.py": b""}) == [
+    assert import_roots(
+        {"setup.cfg": b"[options]\npackage_dir =\n    =code\n", "code/m.py": b""}
+    ) == [
         "",
         "code",
     ]
@@ -44,8 +46,10 @@ def test_metadata_of_pyproject_and_setup_py() -> None:
         b"[console_scripts]\nmy = my_pkg:main\n\n"
     )
     from_setup = project_metadata(
-        {"setup.py": b"from setuptools import setup\nsetup(name='old')\n",
-         "old/__init__.py": b"__version__ = '0.3'\n"},
+        {
+            "setup.py": b"from setuptools import setup\nsetup(name='old')\n",
+            "old/__init__.py": b"__version__ = '0.3'\n",
+        },
         [""],
     )
     assert list(from_setup) == ["site/old-0.3.dist-info/METADATA"]

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from realrepos import LAYOUTS, build, row_of
 
 from assay import Runner
 from assay.sessions import Session
 from assay.tasks import AgentTask
 from assay.tasks.swebench import from_row
-
-from realrepos import LAYOUTS, build, row_of
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +59,9 @@ def test_gold_patch_is_accepted(repo: tuple[Session, dict[str, Any]]) -> None:
     assert (result.verdict, result.reward, result.reason) == ("accepted", 1.0, "")
 
 
-def test_no_patch_fails_exactly_the_fail_to_pass_tests(repo: tuple[Session, dict[str, Any]]) -> None:
+def test_no_patch_fails_exactly_the_fail_to_pass_tests(
+    repo: tuple[Session, dict[str, Any]],
+) -> None:
     session, built = repo
     result = session.verify()
     failing = sorted(t for t, outcome in result.tests.items() if outcome == "failed")
@@ -100,7 +101,9 @@ def test_workspace_is_a_git_repository_at_the_base(repo: tuple[Session, dict[str
     assert session.verify().verdict == "accepted"
 
 
-def test_symlinks_are_kept(repos: dict[str, tuple[AgentTask, dict[str, Any]]], runner: Runner) -> None:
+def test_symlinks_are_kept(
+    repos: dict[str, tuple[AgentTask, dict[str, Any]]], runner: Runner
+) -> None:
     task, _ = repos["flat"]
     assert dict(task.links) == {"tests/readme.txt": "../README.rst"}
     with Session.for_task(runner, task) as session:

@@ -76,7 +76,12 @@ def test_the_diagnosis_pays_at_most_its_weight_in_an_episode(verifier_of) -> Non
     ws = {"calc.py": BROKEN.encode()}
     scores = [
         verifier.verify_snapshot(execute, ws, diag).terms["diagnosis"]
-        for diag in ({"files": ["calc.py"], "functions": ["mul"]}, RIGHT, {"functions": ["mul"]}, RIGHT)
+        for diag in (
+            {"files": ["calc.py"], "functions": ["mul"]},
+            RIGHT,
+            {"functions": ["mul"]},
+            RIGHT,
+        )
     ]
     assert scores == [pytest.approx(0.5), pytest.approx(0.5), 0.0, 0.0]
 

@@ -182,9 +182,10 @@ def has_pytest_config(files: Mapping[str, bytes]) -> bool:
     project's own ``pytest`` would; the file is the task's copy, the agent's is discarded)."""
     if "pytest.ini" in files:
         return True
-    if "tool" in _toml(files, "pyproject.toml") and "pytest" in _toml(files, "pyproject.toml")[
-        "tool"
-    ]:
+    if (
+        "tool" in _toml(files, "pyproject.toml")
+        and "pytest" in _toml(files, "pyproject.toml")["tool"]
+    ):
         return True
     if _cfg(files, "tox.ini").has_section("pytest"):
         return True

@@ -77,8 +77,8 @@ def message_of(test: str, run: TestRun) -> str:
 
 def _missing_dependency(message: str, own: set[str]) -> str | None:
     for name in _MISSING.findall(message):
-        if name.partition(".")[0] not in own:
-            return name
+        if str(name).partition(".")[0] not in own:
+            return str(name)
     return None
 
 

@@ -19,11 +19,11 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
 from importlib import resources
+from typing import Any
 
-from .._pysource import parse_quietly
 from .. import defaults
+from .._pysource import parse_quietly
 from ..sandbox import RunRequest, files_disk_bytes
 from ..tasks.strict import strict_source
 from ..tasks.types import AgentTask

@@ -198,8 +198,7 @@ class Verifier:
         passing = frozenset(
             i
             for i in ids
-            if usable
-            and (status[i] == "passed" or (status[i] == "skipped" and i in base.skipped))
+            if usable and (status[i] == "passed" or (status[i] == "skipped" and i in base.skipped))
         )
         previous = self.previous if self.previous is not None else base.passing
         total = len(ids)
@@ -207,11 +206,12 @@ class Verifier:
         unparseable = [p for p in sorted(changed) if p.endswith(".py") and not _parses(snap[p])]
         lines = diff_size(self.task.files, snap) if self.reference is not None else 0
         ref_size = self.reference.size if self.reference is not None else 0
-        state = {
+        diag_score = diagnosis_score(diag, self.reference, self.task.files)
+        state: dict[str, frozenset[str] | float] = {
             "protected": frozenset(edits),
             "unparseable": frozenset(unparseable),
             "diff_excess": min(1.0, max(0.0, lines / ref_size - 1)) if ref_size else 0.0,
-            "diagnosis": diagnosis_score(diag, self.reference, self.task.files),
+            "diagnosis": diag_score,
         }
         terms = {
             "pass_delta": (len(passing) - len(previous & set(ids))) / total if total else 0.0,
@@ -239,7 +239,7 @@ class Verifier:
             protected_edits=edits,
             unparseable=unparseable,
             diff_lines=lines,
-            diagnosis_score=float(state["diagnosis"]),
+            diagnosis_score=diag_score,
             terms={k: round(v, 6) for k, v in terms.items()},
             step_reward=step_reward(terms, self.weights),
             reward=round(len(passing) / total, 6) if total else 0.0,

@@ -29,6 +29,7 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -94,7 +95,9 @@ def files_from_tar(data: bytes, field_name: str = "archive") -> dict[str, bytes]
     return tree_from_tar(data, field_name)[0]
 
 
-def tree_from_tar(data: bytes, field_name: str = "archive") -> tuple[dict[str, bytes], dict[str, str]]:
+def tree_from_tar(
+    data: bytes, field_name: str = "archive"
+) -> tuple[dict[str, bytes], dict[str, str]]:
     """The regular files and the symlinks (path -> target) of a tarball (gzip or plain),
     by normalised path; other members (devices, hard links) are left out. Sizes are
     bounded before anything is read."""
@@ -114,12 +117,12 @@ def tree_from_tar(data: bytes, field_name: str = "archive") -> tuple[dict[str, b
 
     fast = read_tree(data, _count)
     if fast is not None:
-        for kind, entries in ((out, fast[0]), (links, fast[1])):
-            for name, value in entries:
-                try:
-                    kind[check_path(field_name, name)] = value  # type: ignore[index]
-                except ValidationError:
-                    continue
+        for name, content in fast[0]:
+            with contextlib.suppress(ValidationError):  # a path out of the tree: left out
+                out[check_path(field_name, name)] = content
+        for name, target in fast[1]:
+            with contextlib.suppress(ValidationError):
+                links[check_path(field_name, name)] = target
         return out, links
     total = 0
     try:
