@@ -10,12 +10,8 @@ verification must keep the task failed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from assay import Runner
-from assay.sessions import Session
 from assay.tasks import AgentTask
 
 BROKEN = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -97,20 +93,6 @@ def _task(kind: str) -> AgentTask:
 @pytest.fixture(scope="module")
 def tasks() -> dict[str, AgentTask]:
     return {kind: _task(kind) for kind in COMMANDS}
-
-
-@pytest.fixture
-def session_of(runner: Runner, tasks: dict[str, AgentTask]) -> Iterator[object]:
-    opened: list[Session] = []
-
-    def _open(kind: str) -> Session:
-        s = Session.for_task(runner, tasks[kind])
-        opened.append(s)
-        return s
-
-    yield _open
-    for s in opened:
-        s.close()
 
 
 @pytest.mark.parametrize("kind", sorted(COMMANDS))

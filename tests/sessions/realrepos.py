@@ -114,17 +114,8 @@ CONFTEST = "import pytest\n\n\n@pytest.fixture\ndef values():\n    return [5, 1,
 
 
 def _git(root: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-    }
-    done = subprocess.run(
-        ["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, check=True).stdout
 
 
 def base_files(name: str, extra_files: int = 0) -> tuple[dict[str, str], dict[str, Any]]:
