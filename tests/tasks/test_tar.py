@@ -48,3 +48,13 @@ def test_gzip_and_truncated_tars_go_to_tarfile() -> None:
     assert read_tree(buf.getvalue()) is None
     assert tree_from_tar(buf.getvalue()) == ({"a.txt": b"hi"}, {})
     assert read_tree(tar_of({"a.txt": b"hi"})[:512]) is None
+
+
+def test_pax_ownership_headers_of_sandbox_uids() -> None:
+    """The session's tar: every member has a pax header (its uid does not fit ustar)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("a.txt")
+        info.size, info.uid, info.gid, info.mtime = 2, 1880000000, 1880000000, 1.5
+        tar.addfile(info, io.BytesIO(b"hi"))
+    assert read_tree(buf.getvalue()) == ([("a.txt", b"hi")], [])

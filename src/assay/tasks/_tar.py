@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 _BLOCK = 512
+#: Pax keys about ownership: a sandbox uid is too large for the ustar field. Ignored.
+_OWNER = ("uid", "gid", "uname", "gname")
 
 
 def _octal(field: bytes) -> int:
@@ -60,7 +62,7 @@ def read_tree(
                 body = bytes(view[body_at : body_at + size])
                 if kind == b"x":
                     pax = _pax(body)
-                    if set(pax) - {"path", "linkpath", "size", "mtime", "atime", "ctime"}:
+                    if set(pax) - {"path", "linkpath", "size", "mtime", "atime", "ctime", *_OWNER}:
                         return None
                     long_name, long_link = pax.get("path"), pax.get("linkpath")
                     if "size" in pax:
