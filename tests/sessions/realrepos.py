@@ -11,7 +11,8 @@ stores them (cut at the first whitespace of a parametrised id).
 Layouts: ``flat`` (package at the root, tests/ without ``__init__``, setup.py + setup.cfg,
 a symlink, ids with real newlines), ``src`` (src/ + pyproject.toml; the tests read the
 project's metadata and entry points), ``inside`` (tests inside the package),
-``test_package`` (a ``test`` package with its conftest), ``tests_package`` (a ``tests``
+``test_package`` (a ``test`` package with its conftest and a helper module imported as
+``test.helpers``), ``tests_package`` (a ``tests``
 package with a relative import), ``namespace`` (``acme.sortedcontainers`` under src/,
 ``acme`` a PEP 420 namespace package). ``big`` is ``src`` plus generated modules (a
 repository of ``extra_files`` more files).
@@ -60,6 +61,7 @@ def _layout(name: str) -> dict[str, Any]:
         tests, init = "sortedcontainers/tests", True
     elif name == "test_package":
         tests, init = "test", True
+        extra = {"test/helpers.py": "def sample():\n    return [5, 1, 4, 2, 3]\n"}
     elif name == "tests_package":
         tests, init = "tests", True
         extra = {"tests/helpers.py": "def sample():\n    return [5, 1, 4, 2, 3]\n"}
@@ -72,11 +74,10 @@ def _layout(name: str) -> dict[str, Any]:
 
 
 def _visible_tests(name: str, module: str) -> str:
-    sample = (
-        "from .helpers import sample\n"
-        if name == "tests_package"
-        else "\n\ndef sample():\n    return [5, 1, 4, 2, 3]\n"
-    )
+    sample = {
+        "tests_package": "from .helpers import sample\n",
+        "test_package": "from test.helpers import sample\n",  # the stdlib's name, absolute
+    }.get(name, "\n\ndef sample():\n    return [5, 1, 4, 2, 3]\n")
     text = (
         f"import pytest\n\nfrom {module} import SortedList, SortedSet, SortedDict\n{sample}\n\n"
         "def test_add(values):\n    sl = SortedList(values)\n    sl.add(0)\n"
