@@ -6,8 +6,11 @@ says which."""
 
 from __future__ import annotations
 
+import pytest
+
 from assay import Runner
 from assay.defaults import RUN_MAX_FILES
+from assay.sessions import Session
 from assay.sessions.verify import Verifier
 from assay.tasks import AgentTask
 
@@ -79,3 +82,18 @@ def test_a_limit_that_is_hit_is_named(runner: Runner) -> None:
     assert f"over the limit of {RUN_MAX_FILES} files per run (assay.defaults.RUN_MAX_FILES)" in (
         v.reason
     )
+
+
+@pytest.mark.slow
+def test_a_session_holds_a_workspace_larger_than_its_default_disk(runner: Runner) -> None:
+    """280 MiB of files (the session's default disk is 256 MiB): the session is sized for
+    the workspace, which verifies."""
+    blob = bytes(range(256)) * 4096  # 1 MiB
+    files = {f"data/b{i}.bin": blob for i in range(280)}
+    task = AgentTask(
+        "big", "", {**files, "calc.py": FIXED.encode()}, {"tests/test_hidden.py": TESTS}
+    )
+    with Session.for_task(runner, task) as session:
+        assert session.exec("du -sm data | cut -f1").stdout.strip() == b"280"
+        v = session.verify()
+    assert (v.verdict, v.reward) == ("accepted", 1.0), v.reason

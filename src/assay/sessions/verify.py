@@ -25,6 +25,7 @@ from ..tasks.workspace import workspace_tar
 from . import _verify_run
 from ._outcomes import environment_failure, failure_reason, statuses
 from .step_reward import Paid, RewardWeights, check_diagnosis, diagnosis_score, step_reward
+from .types import SessionLimits
 
 if TYPE_CHECKING:  # the session module imports this one lazily: no import cycle
     from .session import Session
@@ -328,9 +329,21 @@ def start(
     execute: _verify_run.Execute | None = None,
     **kwargs: Any,
 ) -> Session:
-    """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`."""
+    """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`. Without
+    ``limits``, the session's disk and memory are the defaults or what the workspace needs,
+    whichever is more (disk: twice its size, for the work tree, its git history and the
+    agent's builds; memory: the tmpfs holding it and a tar of it)."""
     verifier = Verifier(task, weights, gated, execute)
-    session = factory(source, tar=workspace_tar(task), **kwargs)
+    tar = workspace_tar(task)
+    if kwargs.get("limits") is None:
+        tar_mb, default = len(tar) >> 20, SessionLimits()
+        kwargs["limits"] = SessionLimits(
+            disk_mb=max(default.disk_mb, 2 * tar_mb + 64),
+            # The tmpfs's pages are the session's memory, and a tar of the workspace is
+            # held whole while it goes in (and out, at each verification).
+            memory_mb=max(default.memory_mb, 3 * tar_mb + 256),
+        )
+    session = factory(source, tar=tar, **kwargs)
     _VERIFIERS[session] = verifier
     return session
 
