@@ -97,3 +97,12 @@ def test_a_session_holds_a_workspace_larger_than_its_default_disk(runner: Runner
         assert session.exec("du -sm data | cut -f1").stdout.strip() == b"280"
         v = session.verify()
     assert (v.verdict, v.reward) == ("accepted", 1.0), v.reason
+
+
+def test_session_limits_follow_the_workspace() -> None:
+    from assay.sessions import SessionLimits
+    from assay.sessions.verify import limits_for
+
+    assert limits_for(bytes(10 << 20)) == SessionLimits()
+    big = limits_for(bytes(300 << 20), SessionLimits(cpu_s=60))
+    assert (big.cpu_s, big.disk_mb, big.memory_mb) == (60, 664, 1156)

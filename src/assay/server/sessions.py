@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
 from ..sessions.manager import UnknownSession
-from ..sessions.verify import attach
+from ..sessions.verify import attach, limits_for
 from ..tasks import AgentTask
 from ..tasks.workspace import workspace_tar
 from . import _convert
@@ -150,6 +150,8 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
     tar = workspace_tar(task) if task is not None else None
+    if tar is not None and body.limits is None:  # sized for the task's workspace
+        limits = limits_for(tar)
     image = _convert.image(body.image)
     session = await asyncio.to_thread(
         m.create,

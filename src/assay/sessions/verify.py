@@ -14,7 +14,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._pysource import parse_quietly
@@ -336,16 +336,24 @@ def start(
     verifier = Verifier(task, weights, gated, execute)
     tar = workspace_tar(task)
     if kwargs.get("limits") is None:
-        tar_mb, default = len(tar) >> 20, SessionLimits()
-        kwargs["limits"] = SessionLimits(
-            disk_mb=max(default.disk_mb, 2 * tar_mb + 64),
-            # The tmpfs's pages are the session's memory, and a tar of the workspace is
-            # held whole while it goes in (and out, at each verification).
-            memory_mb=max(default.memory_mb, 3 * tar_mb + 256),
-        )
+        kwargs["limits"] = limits_for(tar)
     session = factory(source, tar=tar, **kwargs)
     _VERIFIERS[session] = verifier
     return session
+
+
+def limits_for(workspace: bytes, base: SessionLimits | None = None) -> SessionLimits:
+    """``base`` (default: the defaults) with disk and memory raised to what a session
+    seeded with the ``workspace`` tar needs: twice its size on disk (the work tree, its git
+    history, the agent's builds) and three times in memory (the tmpfs's pages are the
+    session's memory, and a tar of the workspace is held whole as it goes in and out)."""
+    base = base or SessionLimits()
+    tar_mb = len(workspace) >> 20
+    return replace(
+        base,
+        disk_mb=max(base.disk_mb, 2 * tar_mb + 64),
+        memory_mb=max(base.memory_mb, 3 * tar_mb + 256),
+    )
 
 
 def attach(session: Session, task: AgentTask, **kwargs: Any) -> Verifier:
@@ -388,6 +396,7 @@ __all__ = [
     "VerifyResult",
     "attach",
     "episode",
+    "limits_for",
     "start",
     "verify",
 ]
