@@ -365,8 +365,9 @@ class Registry:
         self.sock.close()
         with self.lock:
             threads = list(self.threads)
-        for t in threads:
-            t.join(5.0)
+        deadline = time.monotonic() + 5.0  # for all of them: a process still running after
+        for t in threads:  # the command (a server it left behind) did not exit normally
+            t.join(max(0.0, deadline - time.monotonic()))
         with self.lock:
             return self.started, self.finished
 
