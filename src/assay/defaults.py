@@ -119,6 +119,18 @@ ZYGOTE_RESTARTS = 3
 SLOT_MAX_RUNS = 1000
 #: tmpfs size a slot mounts between runs (resized to the run's ``disk_mb`` when it starts).
 DEFAULT_DISK_MB = DISK_MB
+#: Input files one run may be given. Real repositories have thousands to tens of thousands
+#: of files (a SWE-bench workspace is staged whole for each verification); the bound sits
+#: under what a run's tmpfs can hold (65,536 inodes, directories included) and the C
+#: launcher's spec (65,536 entries), so a request over it is refused up front, naming it.
+RUN_MAX_FILES = 50_000
+#: Largest tmpfs of one verification run: the staged workspace plus the task's own disk
+#: limit. A repository of hundreds of MiB fits; past this the verification is refused as a
+#: sandbox_error naming this limit (tmpfs pages are memory of the host).
+VERIFY_MAX_DISK_MB = 4096
+#: Largest workspace an agent task may carry (all its files together): real repositories
+#: at their base commit run to hundreds of MiB.
+TASK_MAX_WORKSPACE_BYTES = 1 << 30
 
 # --- Rewards (assay.reward) -------------------------------------------------------------
 

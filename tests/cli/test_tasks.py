@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,3 +75,47 @@ def test_from_samples_writes_repair_tasks(tmp_path: Path) -> None:
     assert [t.metadata["humaneval_task"] for t in tasks] == ["HumanEval/0", "HumanEval/4"]
     assert all(set(t.files) == {"solution.py"} and t.reference_patch for t in tasks)
     assert "2 repair tasks written" in out.stdout
+
+
+def test_from_swebench_sets_verification_limits(tmp_path: Path) -> None:
+    repo = tmp_path / "mirrors" / "acme__lib"
+    repo.mkdir(parents=True)
+    (repo / "lib.py").write_text("def one():\n    return 2\n")
+    (repo / "test_lib.py").write_text("from lib import one\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run([*git, *args], cwd=repo, check=True)
+    base = subprocess.run(
+        [*git, "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (repo / "lib.py").write_text("def one():\n    return 1\n")
+    patch = subprocess.run([*git, "diff"], cwd=repo, check=True, capture_output=True, text=True)
+    subprocess.run([*git, "checkout", "--", "."], cwd=repo, check=True)
+    (repo / "test_lib.py").write_text(
+        "from lib import one\n\n\ndef test_one():\n    assert one() == 1\n"
+    )
+    test_patch = subprocess.run(
+        [*git, "diff"], cwd=repo, check=True, capture_output=True, text=True
+    )
+    row = {
+        "instance_id": "acme__lib-1",
+        "repo": "acme/lib",
+        "base_commit": base,
+        "patch": patch.stdout,
+        "test_patch": test_patch.stdout,
+        "problem_statement": "one() is two",
+        "FAIL_TO_PASS": ["test_lib.py::test_one"],
+        "PASS_TO_PASS": [],
+    }
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "tasks.jsonl"
+    args = ["--mirrors", str(tmp_path / "mirrors"), "--out", str(out)]
+    done = _assay(
+        "tasks", "from-swebench", str(rows), *args, "--time-s", "90", "--memory-mb", "2048"
+    )
+    assert done.returncode == 0, done.stderr
+    (task,) = load_tasks(out)
+    assert (task.limits.time_s, task.limits.memory_mb) == (90.0, 2048)
+    bad = _assay("tasks", "from-swebench", str(rows), *args, "--memory-mb", "0")
+    assert bad.returncode == 2 and "memory_mb" in bad.stderr

@@ -18,6 +18,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -241,3 +242,20 @@ def gvisor() -> bool:
     the program's system calls are served by gVisor's kernel, so a few mechanisms differ
     while the claim holds (each test that allows for it says how)."""
     return os.environ.get("ASSAY_ISOLATION") == "gvisor"
+
+
+@pytest.fixture
+def session_of(runner: Runner, tasks: dict[str, Any]) -> Iterator[object]:
+    """Sessions on the module's ``tasks`` (kind -> AgentTask), closed after the test."""
+    from assay.sessions import Session
+
+    opened: list[Session] = []
+
+    def _open(kind: str) -> Session:
+        s = Session.for_task(runner, tasks[kind])
+        opened.append(s)
+        return s
+
+    yield _open
+    for s in opened:
+        s.close()

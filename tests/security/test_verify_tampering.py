@@ -9,8 +9,6 @@ count that test as failed. Every trick runs against a task whose hidden tests ne
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from assay import Runner
@@ -153,20 +151,6 @@ def _task(tests: str) -> AgentTask:
 @pytest.fixture(scope="module")
 def tasks() -> dict[str, AgentTask]:
     return {"plain": _task(PLAIN), "pytest": _task(PYTEST)}
-
-
-@pytest.fixture
-def session_of(runner: Runner, tasks: dict[str, AgentTask]) -> Iterator[object]:
-    opened: list[Session] = []
-
-    def _open(kind: str) -> Session:
-        s = Session.for_task(runner, tasks[kind])
-        opened.append(s)
-        return s
-
-    yield _open
-    for s in opened:
-        s.close()
 
 
 @pytest.mark.parametrize("kind", ["plain", "pytest"])

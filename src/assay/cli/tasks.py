@@ -78,18 +78,31 @@ def from_swebench_command(
     rows: Annotated[Path, typer.Argument(help="SWE-bench-style rows (JSONL or a JSON list).")],
     mirrors: Annotated[Path, typer.Option("--mirrors", help="Folder of local repo mirrors.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the tasks (JSONL).")],
+    time_s: Annotated[
+        float | None, typer.Option("--time-s", help="CPU seconds of one verification.")
+    ] = None,
+    memory_mb: Annotated[
+        int | None, typer.Option("--memory-mb", help="Memory (MiB) of one verification.")
+    ] = None,
+    disk_mb: Annotated[
+        int | None,
+        typer.Option("--disk-mb", help="Disk (MiB) the tests may write, beyond the workspace."),
+    ] = None,
 ) -> None:
     """SWE-bench-style rows as native tasks, read from local mirrors (nothing is fetched).
 
-    Example: [bold]assay tasks from-swebench instances.jsonl --mirrors ~/mirrors --out t.jsonl[/]
+    Example: [bold]assay tasks from-swebench instances.jsonl --mirrors ~/mirrors --out t.jsonl
+    --time-s 120 --memory-mb 4096[/]
     """
     from ..tasks import dump_tasks
     from ..tasks.swebench import from_row, load_rows
+    from ..tasks.types import task_limits
 
     if not rows.is_file():
         usage_error("ROWS", f"{rows} is not a file")
     if not mirrors.is_dir():
         usage_error("--mirrors", f"{mirrors} is not a directory")
     with usage_errors():
-        made = dump_tasks((from_row(r, mirrors) for r in load_rows(rows)), out)
+        limits = task_limits(time_s, memory_mb, disk_mb)
+        made = dump_tasks((from_row(r, mirrors, limits) for r in load_rows(rows)), out)
     console.print(f"{made} tasks written to {out}")

@@ -25,7 +25,6 @@ from ._zygote import ZygoteProcess
 from .config import SandboxConfig
 from .probe import HostReport, probe_host
 
-_MAX_FILES = 1000
 COLLECT_MAX_BYTES = 256 << 20
 _PAGE = 4096
 
@@ -69,8 +68,12 @@ def validate_request(
     field for anything a sandbox (of either tier) refuses."""
     if len(req.pass_fds) > 16:
         raise ValidationError("pass_fds", "at most 16 extra fds")
-    if len(req.files) > _MAX_FILES:
-        raise ValidationError("files", f"at most {_MAX_FILES} files per run")
+    if len(req.files) > defaults.RUN_MAX_FILES:
+        raise ValidationError(
+            "files",
+            f"{len(req.files)} files, over the limit of {defaults.RUN_MAX_FILES} files per run "
+            "(assay.defaults.RUN_MAX_FILES)",
+        )
     files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
     _check_collisions([p for p, _, _ in files])
     collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]

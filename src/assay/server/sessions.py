@@ -34,8 +34,9 @@ from ..sessions import (
     SessionRefused,
 )
 from ..sessions.manager import UnknownSession
-from ..sessions.verify import attach
-from ..tasks import AgentTask, tar_of
+from ..sessions.verify import attach, limits_for
+from ..tasks import AgentTask
+from ..tasks.workspace import workspace_tar
 from . import _convert
 from ._callers import callers_of
 from ._service import PRIORITIES, Svc, Who, caller_of
@@ -182,7 +183,9 @@ async def create(
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
-    tar = tar_of(task.files) if task is not None else None
+    tar = workspace_tar(task) if task is not None else None
+    if tar is not None and body.limits is None:  # sized for the task's workspace
+        limits = limits_for(tar)
     image = _convert.image(body.image)
     bounds = callers_of(m)
     who_calls = caller_of(request.scope, body.caller)

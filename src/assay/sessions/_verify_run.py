@@ -17,15 +17,26 @@ import secrets
 import select
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
+from typing import Any
 
+from .. import defaults
 from .._pysource import parse_quietly
-from ..sandbox import RunRequest
+from ..sandbox import RunRequest, files_disk_bytes
 from ..tasks.strict import strict_source
 from ..tasks.types import AgentTask
 from ..types import ExecResult
+from ._layout import (
+    SITE_DIR,
+    command_paths,
+    has_pytest_config,
+    import_roots,
+    own_modules,
+    project_metadata,
+    pytest_command,
+)
 
 #: Where the workspace sits in the verification sandbox, and the runner's own folder.
 ROOT = "ws"
@@ -56,15 +67,24 @@ def is_runner_config(path: str) -> bool:
     return name in _CONFIG_NAMES or name.endswith(".pth")
 
 
-def prepare(task: AgentTask, snapshot: Mapping[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
-    """The files the hidden tests run against, and the protected paths the agent changed."""
+def prepare(
+    task: AgentTask, snapshot: Mapping[str, bytes], links: Mapping[str, str] | None = None
+) -> tuple[dict[str, bytes], list[str]]:
+    """The files the hidden tests run against, and the protected paths the agent changed
+    (``links``: the snapshot's symlinks, which count as the agent's version of a path)."""
     work = dict(snapshot)
+    links = task.links if links is None else links
     guarded = set(task.protected_paths())
-    guarded |= {p for p in (*snapshot, *task.files) if is_runner_config(p)}
+    guarded |= {p for p in (*snapshot, *task.files, *links) if is_runner_config(p)}
+    if task.test_command:
+        guarded |= command_paths(task.test_command, task.files)
+    # The files the counted tests live in run as the task has them (a PASS_TO_PASS test
+    # the agent rewrites would hide a regression).
+    guarded |= {i.partition("::")[0] for i in task.test_names} & set(task.files)
     edits = []
     for path in sorted(guarded):
         original, current = task.files.get(path), snapshot.get(path)
-        if original != current:
+        if original != current or task.links.get(path) != links.get(path):
             edits.append(path)
         if original is None:
             work.pop(path, None)
@@ -78,10 +98,13 @@ def prepare(task: AgentTask, snapshot: Mapping[str, bytes]) -> tuple[dict[str, b
 def plain_tests(task: AgentTask, work: Mapping[str, bytes]) -> list[str] | None:
     """The node ids of the hidden tests if every file holds only top-level zero-argument
     ``test*`` functions and nothing needs pytest (no ``pytest`` import, no fixture, no
-    decorator, no test class, no conftest): such tests run without importing pytest, which
+    decorator, no test class, no conftest, no pytest configuration of the project, no test
+    of the workspace's own files to run): such tests run without importing pytest, which
     costs ~100 ms. ``None`` when pytest is needed."""
     if task.test_command or any(os.path.basename(p) == "conftest.py" for p in work):
         return None
+    if has_pytest_config(task.files) or run_files(task, work) != sorted(task.tests):
+        return None  # the project's pytest configuration, or tests of the workspace run
     ids = []
     for path, text in task.tests.items():
         try:
@@ -123,7 +146,7 @@ def external_imports(task: AgentTask) -> list[str]:
     """Top-level modules the hidden tests import that the task's workspace does not define
     (``numpy``, ``hypothesis``): the workspace may not shadow them in the verification (a
     ``numpy.py`` whose ``allclose`` always says yes)."""
-    own = {p.split("/")[0].removesuffix(".py") for p in task.files}
+    own = own_modules(task.files)
     names: set[str] = set()
     for text in task.tests.values():
         try:
@@ -171,39 +194,88 @@ def _by_file(ids: list[str]) -> dict[str, list[str]]:
 
 @dataclass
 class TestRun:
-    """What one verification run reported (outcomes only from lines with the run's secret)."""
+    """What one verification run reported (outcomes only from lines with the run's secret).
+
+    ``outcomes`` maps a pytest node id to ``(outcome, message)``; the outcome is ``passed``,
+    ``failed``, ``skipped`` or ``xfailed``."""
 
     __test__ = False
 
-    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (outcome, msg)
+    outcomes: dict[str, tuple[str, str]] = field(default_factory=dict)
     complete: bool = False
     tampered: list[str] = field(default_factory=list)
-    collect_errors: list[str] = field(default_factory=list)
+    collect_errors: dict[str, str] = field(default_factory=dict)  # node id -> message
+    exit_code: int | None = None  # pytest's, or the test_command's
     result: ExecResult | None = None
     sandbox_error: str | None = None
 
+    def tail(self) -> str:
+        """The end of the run's own output (what it said before it stopped)."""
+        res = self.result
+        if res is None:
+            return ""
+        return (res.stdout[-300:] + res.stderr[-300:]).decode(errors="replace").strip()
 
-def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> TestRun:
-    """Run the hidden tests against ``work`` (from :func:`prepare`) in a fresh sandbox."""
-    plain = plain_tests(task, work)
-    mode = "command" if task.test_command else ("plain" if plain is not None else "pytest")
-    spec = {
+
+def run_files(task: AgentTask, work: Mapping[str, bytes]) -> list[str]:
+    """The test files a run collects: the hidden tests, and the files the counted test ids
+    live in (a PASS_TO_PASS test in a file the test patch does not touch)."""
+    named = {i.partition("::")[0] for i in task.test_names if "::" in i}
+    return sorted(set(task.tests) | {p for p in named if p in work})
+
+
+def _spec(task: AgentTask, work: Mapping[str, bytes], plain: list[str] | None) -> dict[str, Any]:
+    roots = import_roots(task.files)
+    command = pytest_command(task.test_command) if task.test_command else None
+    if task.test_command and command is None:
+        mode = "command"
+    else:
+        mode = "plain" if plain is not None else "pytest"
+    return {
         "mode": mode,
         "root": f"/work/{ROOT}",
-        "tests": sorted(task.tests),
+        "roots": [f"/work/{ROOT}/{r}".rstrip("/") for r in roots],
+        "site": f"/work/{RUNNER_DIR}/{SITE_DIR}",
+        "tests": run_files(task, work),
         "command": task.test_command,
-        "ini": f"/work/{RUNNER_DIR}/pytest.ini",
+        # A test_command that is one pytest invocation runs in the guarded pytest.
+        "pytest_args": command[1] if command else None,
+        "cwd": command[0] if command else ".",
+        "ini": None if has_pytest_config(task.files) else f"/work/{RUNNER_DIR}/pytest.ini",
         "plain": _by_file(plain or []),
         # Read by the runner before any workspace code runs, and used instead of the disk.
         "pinned": sorted({*task.tests, *(p for p in work if os.path.basename(p) == "conftest.py")}),
         "guarded": external_imports(task),
     }
+
+
+def run_tests(
+    execute: Execute,
+    task: AgentTask,
+    work: Mapping[str, bytes],
+    links: Mapping[str, str] | None = None,
+) -> TestRun:
+    """Run the hidden tests against ``work`` (from :func:`prepare`) in a fresh sandbox."""
+    plain = plain_tests(task, work)
+    spec = _spec(task, work, plain)
+    spec["links"] = dict(task.links if links is None else links)
+    meta = project_metadata(task.files, import_roots(task.files))
     files = [(f"{ROOT}/{p}", data, 0o644) for p, data in work.items()]
+    files += [(f"{RUNNER_DIR}/{p}", data, 0o444) for p, data in meta.items()]
     files += [
         (f"{RUNNER_DIR}/runner.py", _runner_source(), 0o444),
         (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),
         (f"{RUNNER_DIR}/pytest.ini", b"[pytest]\n", 0o444),
     ]
+    # The workspace is staged on the run's tmpfs: the task's disk limit is what the tests
+    # may write on top of it.
+    need_mb = -(-files_disk_bytes(files) // (1 << 20))
+    limits = replace(task.limits, disk_mb=task.limits.disk_mb + need_mb)
+    if limits.disk_mb > defaults.VERIFY_MAX_DISK_MB:
+        return TestRun(
+            sandbox_error=f"the workspace takes {need_mb} MiB, over the verification disk limit "
+            f"of {defaults.VERIFY_MAX_DISK_MB} MiB (assay.defaults.VERIFY_MAX_DISK_MB)"
+        )
     secret = secrets.token_hex(16).encode()
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     req = RunRequest(
@@ -211,7 +283,7 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
         [f"/work/{RUNNER_DIR}/runner.py", f"/work/{RUNNER_DIR}/spec.json"],
         files,
         stdin=secret + b"\n",
-        limits=task.limits,
+        limits=limits,
         pass_fds=(os.dup(write_fd),),  # the run's copy; ours is closed when it returns
     )
     out = TestRun()
@@ -227,6 +299,23 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
 
     thread = threading.Thread(target=_go, daemon=True, name="assay-verify")
     thread.start()
+    chunks = _read_report(read_fd, thread)
+    thread.join()
+    got = box.get("result")
+    if not isinstance(got, ExecResult):
+        error = box.get("error")
+        why = str(getattr(error, "message", "") or error)
+        out.sandbox_error = f"verification run failed: {type(error).__name__}: {why}"
+        return out
+    out.result = got
+    if got.status == "sandbox_error":
+        out.sandbox_error = got.stderr[-500:].decode(errors="replace") or "sandbox_error"
+        return out
+    _parse_report(out, secret, b"".join(chunks))
+    return out
+
+
+def _read_report(read_fd: int, thread: threading.Thread) -> list[bytes]:
     chunks, size = [], 0
     try:
         # Until EOF (the run's copy closed: the usual end), or until the run is over and
@@ -244,17 +333,15 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
             size += len(chunk)
     finally:
         os.close(read_fd)
-    thread.join()
-    got = box.get("result")
-    if not isinstance(got, ExecResult):
-        out.sandbox_error = f"verification run failed: {box.get('error')!r}"
-        return out
-    out.result = got
-    if got.status == "sandbox_error":
-        out.sandbox_error = got.stderr[-500:].decode(errors="replace") or "sandbox_error"
-        return out
+    return chunks
+
+
+_OUTCOMES = frozenset({"passed", "failed", "skipped", "xfailed"})
+
+
+def _parse_report(out: TestRun, secret: bytes, data: bytes) -> None:
     prefix = secret + b" "
-    for line in b"".join(chunks).splitlines():
+    for line in data.splitlines():
         if not line.startswith(prefix):
             continue
         try:
@@ -268,9 +355,10 @@ def run_tests(execute: Execute, task: AgentTask, work: Mapping[str, bytes]) -> T
             out.tampered = [str(t) for t in msg.get("tampered") or []]
         elif isinstance(msg.get("id"), str):
             node = msg["id"]
-            outcome = "passed" if msg.get("outcome") == "passed" else "failed"
-            if out.outcomes.get(node, ("passed", ""))[0] == "passed":  # a failure sticks
-                out.outcomes[node] = (outcome, str(msg.get("message", ""))[:600])
+            outcome = msg.get("outcome") if msg.get("outcome") in _OUTCOMES else "failed"
+            if out.outcomes.get(node, ("passed", ""))[0] != "failed":  # a failure sticks
+                out.outcomes[node] = (str(outcome), str(msg.get("message", ""))[:600])
         elif isinstance(msg.get("collect_error"), str):
-            out.collect_errors.append(str(msg.get("message", ""))[:600])
-    return out
+            out.collect_errors[msg["collect_error"]] = str(msg.get("message", ""))[:600]
+        elif isinstance(msg.get("exit"), int):
+            out.exit_code = int(msg["exit"])

@@ -415,9 +415,17 @@ class Session:
     def delete_file(self, path: str) -> None:
         self._call({"op": "delete", "path": work_path(path)})
 
-    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes:
-        """A tar of ``directory`` (default: the whole workspace)."""
-        msg = {"op": "tar", "dir": work_path(directory, allow_root=True), "gzip": gzip}
+    def download_tar(
+        self, directory: str = ".", gzip: bool = False, exclude: tuple[str, ...] = ()
+    ) -> bytes:
+        """A tar of ``directory`` (default: the whole workspace), without the entries of
+        ``directory`` named in ``exclude`` (verification leaves out ``.git``)."""
+        msg = {
+            "op": "tar",
+            "dir": work_path(directory, allow_root=True),
+            "gzip": gzip,
+            "exclude": list(exclude),
+        }
         return self._call(msg)[1]
 
     def open_file(self, path: str, max_bytes: int = DOWNLOAD_MAX) -> Download:

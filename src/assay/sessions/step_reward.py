@@ -2,17 +2,25 @@
 
 ``step_reward`` = ``pass_delta`` * (passed - passed before) / total
                 - ``regression`` * newly failing / total
-                - ``protected`` * (1 if any protected path differs from the task's copy)
-                - ``unparseable`` * (1 if a Python file the agent changed does not parse)
-                - ``diff_excess`` * min(1, max(0, diff lines / reference patch lines - 1))
-                + ``diagnosis`` * overlap of the stated diagnosis with the reference patch
+                - ``protected`` * (1 if a protected path differs that did not before)
+                - ``unparseable`` * (1 if a changed Python file does not parse that did before)
+                - ``diff_excess`` * the rise of min(1, max(0, diff lines / reference lines - 1))
+                + ``diagnosis`` * the rise of the episode's best diagnosis score
 
 Defaults: 1.0, 0.5, 1.0, 0.25, 0.1, 0.2. "Before" is the previous verification of this
 episode (a fork inherits its parent's), or the task's own workspace for the first one. The
-last three terms need a reference patch (without one they are 0). A regression costs more
-than a failing test gains back (its pass-rate loss plus the regression term), so breaking
-a working test and fixing it again is not a free loop. The penalties are for the state of
-the workspace, so they recur at every verification until the agent undoes the edit.
+last three terms need a reference patch (without one they are 0).
+
+**No term pays twice for one thing** (the rule that keeps rewards from being farmed by
+repetition): every term is paid for a change, and verifying an unchanged workspace again
+pays 0. ``pass_delta`` and ``regression`` pay for tests that changed state since the
+previous verification; a regression costs more than a failing test gains back (its
+pass-rate loss plus the regression term), so breaking a working test and fixing it again
+is a loss. ``protected`` and ``unparseable`` are charged when a path enters that state
+(editing a protected file again after undoing it is charged again; keeping it is not
+charged again). ``diff_excess`` is charged for its rise over the previous verification.
+``diagnosis`` pays the rise of the best score of the episode, so its sum over an episode is
+at most its weight, however often the agent states a diagnosis.
 
 The diagnosis (what the agent blames) is ``{"files": [...], "functions": [...], "lines":
 {"path": [n, ...]}}`` (``lines`` may also be strings ``"path:12"`` or ``"path:10-14"``);
@@ -45,6 +53,33 @@ class RewardWeights:
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+@dataclass
+class Paid:
+    """What an episode's state-based terms have been paid for so far (see the rule in the
+    module docstring); a fork's copy continues its parent's."""
+
+    protected: frozenset[str] = frozenset()
+    unparseable: frozenset[str] = frozenset()
+    diff_excess: float = 0.0
+    best_diagnosis: float = 0.0
+
+    def pay(self, state: Mapping[str, Any]) -> dict[str, float]:
+        """The terms of this step for the workspace's ``state`` (``protected`` and
+        ``unparseable``: the paths in that state; ``diff_excess``; ``diagnosis``: this
+        step's score), and the state remembered for the next step."""
+        protected, unparseable = state["protected"], state["unparseable"]
+        excess, diag = float(state["diff_excess"]), float(state["diagnosis"])
+        terms = {
+            "protected": 1.0 if protected - self.protected else 0.0,
+            "unparseable": 1.0 if unparseable - self.unparseable else 0.0,
+            "diff_excess": max(0.0, excess - self.diff_excess),
+            "diagnosis": max(0.0, diag - self.best_diagnosis),
+        }
+        self.protected, self.unparseable, self.diff_excess = protected, unparseable, excess
+        self.best_diagnosis = max(self.best_diagnosis, diag)
+        return terms
 
 
 def step_reward(terms: Mapping[str, float], weights: RewardWeights) -> float:
@@ -152,4 +187,4 @@ def diagnosis_score(
     return round(sum(scores) / len(scores), 6) if scores else 0.0
 
 
-__all__ = ["RewardWeights", "check_diagnosis", "diagnosis_score", "step_reward"]
+__all__ = ["Paid", "RewardWeights", "check_diagnosis", "diagnosis_score", "step_reward"]

@@ -14,15 +14,18 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._pysource import parse_quietly
 from ..errors import ValidationError
 from ..tasks.patch import PatchLines, diff_size, parse_patch
-from ..tasks.types import AgentTask, files_from_tar, tar_of
+from ..tasks.types import AgentTask, tree_from_tar
+from ..tasks.workspace import workspace_tar
 from . import _verify_run
-from .step_reward import RewardWeights, check_diagnosis, diagnosis_score, step_reward
+from ._outcomes import environment_failure, failure_reason, statuses
+from .step_reward import Paid, RewardWeights, check_diagnosis, diagnosis_score, step_reward
+from .types import SessionLimits
 
 if TYPE_CHECKING:  # the session module imports this one lazily: no import cycle
     from .session import Session
@@ -81,11 +84,14 @@ class EpisodeRewards:
 class _Baseline:
     ids: list[str]
     passing: frozenset[str]
+    #: Tests the environment skips on the task's own workspace (neither pass nor fail).
+    skipped: frozenset[str]
 
 
 class Verifier:
     """The verification state of one episode: the task, the passing tests of the previous
-    verification, and the step rewards so far. ``copy()`` is what a fork inherits."""
+    verification, what the reward has paid so far, and the step rewards. ``copy()`` is what
+    a fork inherits."""
 
     def __init__(
         self,
@@ -105,6 +111,8 @@ class Verifier:
             parse_patch(task.reference_patch) if task.reference_patch else None
         )
         self.previous: frozenset[str] | None = None
+        #: What the episode's reward terms have paid (each is paid once, or for a change).
+        self.paid = Paid()
         self.results: list[VerifyResult] = []
         #: One verification at a time per episode (each compares with the one before).
         self._lock = threading.Lock()
@@ -113,61 +121,85 @@ class Verifier:
         with self._lock:
             twin = copy.copy(self)
             twin.results = list(self.results)
+            twin.paid = copy.copy(self.paid)
         twin._lock = threading.Lock()
         return twin
 
     # -- the baseline: the task's own workspace -------------------------------------------------
-    def baseline(self, execute: _verify_run.Execute) -> _Baseline | None:
-        """Which tests exist and which pass on the task's own workspace (cached on the task;
-        ``None`` if that run failed for our reasons)."""
-        cached: _Baseline | None = getattr(self.task, "_assay_baseline", None)
+    def baseline(self, execute: _verify_run.Execute) -> _Baseline | str:
+        """Which tests exist and which pass on the task's own workspace (cached on the task),
+        or why the task cannot be judged: a failure there is the task's or the
+        environment's, never the agent's."""
+        cached: _Baseline | str | None = getattr(self.task, "_assay_baseline", None)
         if cached is not None:
             return cached
         work, _ = _verify_run.prepare(self.task, self.task.files)
         run = _verify_run.run_tests(execute, self.task, work)
-        if run.sandbox_error is not None:
-            return None
-        if self.task.test_names:
-            ids = list(self.task.test_names)
-        elif self.task.test_command:
-            ids = ["test_command"]
+        if run.sandbox_error is not None:  # our fault: not cached, the next verify retries
+            return f"the baseline run of the task failed: {run.sandbox_error}"
+        broken = environment_failure(self.task, run)
+        if broken is not None:
+            base: _Baseline | str = f"the task cannot be judged: {broken}"
         else:
-            found = list(run.outcomes)
-            ids = found + [
-                i
-                for i in _verify_run.static_ids(self.task)
-                if i not in run.outcomes and not any(f.startswith(i + "[") for f in found)
-            ]
-        passing = frozenset(i for i in ids if run.outcomes.get(i, ("failed",))[0] == "passed")
-        base = _Baseline(ids, passing if run.complete and not run.tampered else frozenset())
+            if self.task.test_names:
+                ids = list(self.task.test_names)
+            elif "test_command" in run.outcomes:
+                ids = ["test_command"]
+            else:
+                found = list(run.outcomes)
+                ids = found + [
+                    i
+                    for i in _verify_run.static_ids(self.task)
+                    if i not in run.outcomes and not any(f.startswith(i + "[") for f in found)
+                ]
+            status = statuses(ids, run) if not run.tampered else {}
+            base = _Baseline(
+                ids,
+                frozenset(i for i in ids if status.get(i) == "passed"),
+                frozenset(i for i in ids if status.get(i) == "skipped"),
+            )
         object.__setattr__(self.task, "_assay_baseline", base)
         return base
 
     # -- one verification ------------------------------------------------------------------
     def verify_snapshot(
-        self, execute: _verify_run.Execute, snapshot: Mapping[str, bytes], diagnosis: object = None
+        self,
+        execute: _verify_run.Execute,
+        snapshot: Mapping[str, bytes],
+        diagnosis: object = None,
+        links: Mapping[str, str] | None = None,
     ) -> VerifyResult:
-        """Verify a workspace snapshot (path -> bytes) and record the step."""
+        """Verify a workspace snapshot (path -> bytes, and its symlinks) and record the step."""
         with self._lock:
-            return self._verify(execute, snapshot, diagnosis)
+            return self._verify(execute, snapshot, diagnosis, links)
 
     def _verify(
-        self, execute: _verify_run.Execute, snapshot: Mapping[str, bytes], diagnosis: object
+        self,
+        execute: _verify_run.Execute,
+        snapshot: Mapping[str, bytes],
+        diagnosis: object,
+        links: Mapping[str, str] | None,
     ) -> VerifyResult:
         start = time.perf_counter()
         diag = check_diagnosis(diagnosis)
         snap = _clean(snapshot)
+        snap_links = {p: t for p, t in (links or {}).items() if not _is_git(p)}
+        if links is None:
+            snap_links = dict(self.task.links)
         base = self.baseline(execute)
-        if base is None:
-            return self._failed("the baseline run of the task failed", start)
-        work, edits = _verify_run.prepare(self.task, snap)
-        run = _verify_run.run_tests(execute, self.task, work)
+        if isinstance(base, str):
+            return self._failed(base, start)
+        work, edits = _verify_run.prepare(self.task, snap, snap_links)
+        run = _verify_run.run_tests(execute, self.task, work, snap_links)
         if run.sandbox_error is not None:
             return self._failed(run.sandbox_error, start)
         ids = base.ids
         usable = run.complete and not run.tampered
+        status = statuses(ids, run)
         passing = frozenset(
-            i for i in ids if usable and run.outcomes.get(i, ("failed",))[0] == "passed"
+            i
+            for i in ids
+            if usable and (status[i] == "passed" or (status[i] == "skipped" and i in base.skipped))
         )
         previous = self.previous if self.previous is not None else base.passing
         total = len(ids)
@@ -175,36 +207,45 @@ class Verifier:
         unparseable = [p for p in sorted(changed) if p.endswith(".py") and not _parses(snap[p])]
         lines = diff_size(self.task.files, snap) if self.reference is not None else 0
         ref_size = self.reference.size if self.reference is not None else 0
+        diag_score = diagnosis_score(diag, self.reference, self.task.files)
+        state: dict[str, frozenset[str] | float] = {
+            "protected": frozenset(edits),
+            "unparseable": frozenset(unparseable),
+            "diff_excess": min(1.0, max(0.0, lines / ref_size - 1)) if ref_size else 0.0,
+            "diagnosis": diag_score,
+        }
         terms = {
             "pass_delta": (len(passing) - len(previous & set(ids))) / total if total else 0.0,
             "regression": len(previous - passing) / total if total else 0.0,
-            "protected": 1.0 if edits else 0.0,
-            "unparseable": 1.0 if unparseable else 0.0,
-            "diff_excess": min(1.0, max(0.0, lines / ref_size - 1)) if ref_size else 0.0,
-            "diagnosis": diagnosis_score(diag, self.reference, self.task.files),
+            **self.paid.pay(state),
         }
+        accepted = bool(total) and len(passing) == total and not edits
         reason = ""
         if run.tampered:
             reason = "the code under test patched the test runner: " + ", ".join(run.tampered)
         elif not run.complete:
             res = run.result
-            reason = f"the test run ended early ({res.status if res else '?'})"
+            reason = f"the test run ended early ({res.status if res else '?'}): " + (
+                run.tail()[-300:] or "no output"
+            )
+        elif not accepted:
+            reason = failure_reason(status, run, edits, set(passing))
         tests = {i: ("passed" if i in passing else "failed") for i in ids}
         result = VerifyResult(
             passed=len(passing),
             total=total,
-            verdict="accepted" if total and len(passing) == total and not edits else "failed",
+            verdict="accepted" if accepted else "failed",
             newly_passing=sorted(passing - previous),
             newly_failing=sorted(previous - passing),
             protected_edits=edits,
             unparseable=unparseable,
             diff_lines=lines,
-            diagnosis_score=terms["diagnosis"],
+            diagnosis_score=diag_score,
             terms={k: round(v, 6) for k, v in terms.items()},
             step_reward=step_reward(terms, self.weights),
             reward=round(len(passing) / total, 6) if total else 0.0,
             tests=tests,
-            reason=reason,
+            reason=reason or ("no test to count" if not total else ""),
             wall_ms=round((time.perf_counter() - start) * 1000, 2),
         )
         self.previous = passing
@@ -249,13 +290,19 @@ class Verifier:
         )
 
 
+def _is_git(path: str) -> bool:
+    return path == ".git" or path.startswith(".git/")
+
+
 def _clean(snapshot: Mapping[str, bytes]) -> dict[str, bytes]:
-    """The workspace as the tests see it: without the session's own agent files and without
+    """The workspace as the tests see it: without the session's own agent files, without
+    the workspace's git repository (the agent's history, not code under test) and without
     compiled bytecode (a planted ``.pyc`` could stand in for its source)."""
     return {
         p: b
         for p, b in snapshot.items()
         if not (p.startswith(_RESERVED_PREFIX) and "/" not in p)
+        and not _is_git(p)
         and "__pycache__/" not in f"/{p}"
         and not p.endswith(".pyc")
     }
@@ -282,11 +329,31 @@ def start(
     execute: _verify_run.Execute | None = None,
     **kwargs: Any,
 ) -> Session:
-    """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`."""
+    """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`. Without
+    ``limits``, the session's disk and memory are the defaults or what the workspace needs,
+    whichever is more (disk: twice its size, for the work tree, its git history and the
+    agent's builds; memory: the tmpfs holding it and a tar of it)."""
     verifier = Verifier(task, weights, gated, execute)
-    session = factory(source, tar=tar_of(task.files), **kwargs)
+    tar = workspace_tar(task)
+    if kwargs.get("limits") is None:
+        kwargs["limits"] = limits_for(tar)
+    session = factory(source, tar=tar, **kwargs)
     _VERIFIERS[session] = verifier
     return session
+
+
+def limits_for(workspace: bytes, base: SessionLimits | None = None) -> SessionLimits:
+    """``base`` (default: the defaults) with disk and memory raised to what a session
+    seeded with the ``workspace`` tar needs: twice its size on disk (the work tree, its git
+    history, the agent's builds) and three times in memory (the tmpfs's pages are the
+    session's memory, and a tar of the workspace is held whole as it goes in and out)."""
+    base = base or SessionLimits()
+    tar_mb = len(workspace) >> 20
+    return replace(
+        base,
+        disk_mb=max(base.disk_mb, 2 * tar_mb + 64),
+        memory_mb=max(base.memory_mb, 3 * tar_mb + 256),
+    )
 
 
 def attach(session: Session, task: AgentTask, **kwargs: Any) -> Verifier:
@@ -313,8 +380,9 @@ def inherit(parent: Session, child: Session) -> None:
 def verify(session: Session, diagnosis: object = None) -> VerifyResult:
     verifier = verifier_of(session)
     check_diagnosis(diagnosis)
-    snapshot = files_from_tar(session.download_tar(), "workspace")
-    return verifier.verify_snapshot(verifier.execute or session._execute, snapshot, diagnosis)
+    snapshot, links = tree_from_tar(session.download_tar(exclude=(".git",)), "workspace")
+    execute = verifier.execute or session._execute
+    return verifier.verify_snapshot(execute, snapshot, diagnosis, links)
 
 
 def episode(session: Session) -> EpisodeRewards:
@@ -328,6 +396,7 @@ __all__ = [
     "VerifyResult",
     "attach",
     "episode",
+    "limits_for",
     "start",
     "verify",
 ]

@@ -10,7 +10,10 @@ or ``<mirrors>/name``, with or without ``.git``: a clone or a bare mirror holdin
 The workspace is the repository at ``base_commit`` (the agent sees the old tests); the files
 the test patch touches, as patched, are the hidden tests (they replace the workspace's copies
 in the verification sandbox, and are protected); the tests that count are
-``FAIL_TO_PASS + PASS_TO_PASS``.
+``FAIL_TO_PASS + PASS_TO_PASS``, matched as SWE-bench's harness matches them (an id it
+stores cut at the first whitespace or newline of a parametrised id matches that test:
+:mod:`assay.sessions.verify`). ``limits`` (time, memory, disk of one verification) are the
+converter's to set: real test suites need more than the defaults.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
-from ._git import apply_patch, files_at
+from ..types import Limits
+from ._git import apply_patch, tree_at
 from .patch import parse_patch
-from .types import AgentTask
+from .types import VERIFY_LIMITS, AgentTask
 
 _REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement")
 
@@ -52,8 +56,11 @@ def _ids(row: Mapping[str, Any], key: str) -> list[str]:
     return value
 
 
-def from_row(row: Mapping[str, Any], mirrors: str | Path) -> AgentTask:
-    """One SWE-bench-style row as an :class:`AgentTask`; errors name the field."""
+def from_row(
+    row: Mapping[str, Any], mirrors: str | Path, limits: Limits = VERIFY_LIMITS
+) -> AgentTask:
+    """One SWE-bench-style row as an :class:`AgentTask` whose verification runs under
+    ``limits``; errors name the field."""
     for key in _REQUIRED:
         if not isinstance(row.get(key), str):
             raise ValidationError(key, "missing, or not a string")
@@ -61,7 +68,7 @@ def from_row(row: Mapping[str, Any], mirrors: str | Path) -> AgentTask:
     if not fail_to_pass and not pass_to_pass:
         raise ValidationError("FAIL_TO_PASS", "the row names no test at all")
     repo = mirror_of(Path(mirrors), row["repo"])
-    base = files_at(repo, row["base_commit"])
+    base, links = tree_at(repo, row["base_commit"])
     patched = apply_patch(base, row["test_patch"], "test_patch")
     apply_patch(base, row["patch"], "patch")  # fails early, naming the field
     touched = set(parse_patch(row["test_patch"]).lines)
@@ -83,6 +90,8 @@ def from_row(row: Mapping[str, Any], mirrors: str | Path) -> AgentTask:
         tests=tests,
         test_names=tuple(dict.fromkeys([*fail_to_pass, *pass_to_pass])),
         reference_patch=row["patch"],
+        limits=limits,
+        links=links,
         metadata={
             "repo": row["repo"],
             "base_commit": row["base_commit"],

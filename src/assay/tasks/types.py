@@ -4,18 +4,24 @@ A task is what an agent episode is trained on: a workspace to start from, instru
 tests the agent never sees. Fields (``AgentTask.from_dict``):
 
 - ``task_id`` (str), ``instructions`` (str);
-- the workspace, exactly one of: ``files`` (path -> text), ``archive`` (a tarball, base64,
-  regular files only) or ``repo`` + ``commit`` (a local git repository, read with ``git
-  archive``: nothing is fetched);
+- the workspace, exactly one of: ``files`` (path -> text), ``archive`` (a tarball, base64:
+  its regular files and symlinks) or ``repo`` + ``commit`` (a local git repository, read
+  with ``git archive``: nothing is fetched); ``links`` (optional, path -> target) are the
+  workspace's symlinks (kept as symlinks in the session and in verification);
 - ``tests`` (path -> text): hidden pytest files, run with the workspace on ``sys.path``; a
   test path may name a file the workspace also has (the hidden version is what runs);
 - ``test_command`` (optional): a shell command run in the verification sandbox instead of
-  pytest; its exit status is the one test's outcome;
+  pytest. One pytest invocation (``pytest ARGS``, ``python -m pytest ARGS``, after an
+  optional ``cd DIR &&``) runs in verification's own guarded pytest, with a test per node
+  id; any other command's exit status is the one test's outcome, counted only if every
+  Python process it started exited normally. The files it names are protected;
 - ``test_names`` (optional): the pytest node ids that count (default: every test collected
   from ``tests``); SWE-bench rows set it to ``FAIL_TO_PASS + PASS_TO_PASS``;
-- ``protected`` (paths the agent must not change; the test paths and every ``conftest.py``
-  of the workspace are always protected), ``reference_patch`` (optional unified diff),
-  ``limits`` (optional: ``time_s``, ``memory_mb`` of one verification), ``metadata``;
+- ``protected`` (paths the agent must not change; the test paths, the files the
+  ``test_names`` live in, the files a ``test_command`` names, pytest's configuration
+  files and every ``conftest.py`` of the workspace are always protected), ``reference_patch`` (optional unified diff),
+  ``limits`` (optional: ``time_s``, ``memory_mb``, ``disk_mb`` of one verification; the
+  staged workspace comes on top of ``disk_mb``), ``metadata``;
 - ``strict_values`` (optional, default false): ``==`` in the hidden tests' asserts refuses
   non-builtin objects compared with plain values (:mod:`assay.tasks.strict`).
 """
@@ -23,6 +29,7 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -32,11 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from .. import defaults
 from ..errors import ValidationError
 from ..types import Limits
+from ._tar import read_tree
 
 #: Largest workspace a task may carry (all files together).
-MAX_WORKSPACE_BYTES = 64 << 20
+MAX_WORKSPACE_BYTES = defaults.TASK_MAX_WORKSPACE_BYTES
 #: Limits of one verification run unless the task sets its own.
 VERIFY_LIMITS = Limits(time_s=10.0, memory_mb=512)
 _FIELDS = {
@@ -54,6 +63,7 @@ _FIELDS = {
     "limits",
     "metadata",
     "strict_values",
+    "links",
 }
 
 
@@ -82,26 +92,58 @@ def _text_map(field_name: str, value: object) -> dict[str, str]:
 def files_from_tar(data: bytes, field_name: str = "archive") -> dict[str, bytes]:
     """The regular files of a tarball (gzip or plain), by normalised path; anything else
     (links, devices) is left out. Sizes are bounded before anything is read."""
+    return tree_from_tar(data, field_name)[0]
+
+
+def tree_from_tar(
+    data: bytes, field_name: str = "archive"
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The regular files and the symlinks (path -> target) of a tarball (gzip or plain),
+    by normalised path; other members (devices, hard links) are left out. Sizes are
+    bounded before anything is read."""
     out: dict[str, bytes] = {}
+    links: dict[str, str] = {}
+    total = 0
+
+    def _count(_name: str, size: int) -> None:
+        nonlocal total
+        total += size
+        if total > MAX_WORKSPACE_BYTES:
+            raise ValidationError(
+                field_name,
+                f"workspace larger than {MAX_WORKSPACE_BYTES >> 20} MiB "
+                "(assay.defaults.TASK_MAX_WORKSPACE_BYTES)",
+            )
+
+    fast = read_tree(data, _count)
+    if fast is not None:
+        for name, content in fast[0]:
+            with contextlib.suppress(ValidationError):  # a path out of the tree: left out
+                out[check_path(field_name, name)] = content
+        for name, target in fast[1]:
+            with contextlib.suppress(ValidationError):
+                links[check_path(field_name, name)] = target
+        return out, links
     total = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
             for member in tar:
-                if not member.isfile():
+                if not (member.isfile() or member.issym()):
                     continue
                 try:
                     path = check_path(field_name, member.name)
                 except ValidationError:
                     continue
-                total += member.size
-                if total > MAX_WORKSPACE_BYTES:
-                    raise ValidationError(field_name, "workspace larger than 64 MiB")
+                if member.issym():
+                    links[path] = member.linkname
+                    continue
+                _count(path, member.size)
                 fh = tar.extractfile(member)
                 if fh is not None:
                     out[path] = fh.read()
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise ValidationError(field_name, f"not a readable tarball: {exc}") from None
-    return out
+    return out, links
 
 
 @dataclass(frozen=True)
@@ -119,6 +161,8 @@ class AgentTask:
     limits: Limits = VERIFY_LIMITS
     metadata: Mapping[str, Any] = field(default_factory=dict)
     strict_values: bool = False
+    #: The workspace's symlinks (path -> target, as the repository stores them).
+    links: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, str) or not self.task_id:
@@ -150,6 +194,7 @@ class AgentTask:
         if unknown:
             raise ValidationError(sorted(unknown)[0], "unknown field")
         sources = [k for k in ("files", "archive", "repo") if row.get(k) is not None]
+        links: dict[str, str] = {}
         if len(sources) != 1:
             raise ValidationError("files", "give exactly one of files, archive, repo + commit")
         if "files" in sources:
@@ -161,9 +206,9 @@ class AgentTask:
                 raw = base64.b64decode(row["archive"], validate=True)
             except ValueError:
                 raise ValidationError("archive", "is not valid base64") from None
-            files = files_from_tar(raw)
+            files, links = tree_from_tar(raw)
         else:
-            from ._git import files_at
+            from ._git import tree_at
 
             repo, commit = row.get("repo"), row.get("commit")
             if not isinstance(repo, str) or not repo:
@@ -173,7 +218,9 @@ class AgentTask:
             path = Path(repo)
             if not path.is_absolute() and base_dir is not None:
                 path = base_dir / path
-            files = files_at(path, commit)
+            files, links = tree_at(path, commit)
+        if row.get("links") is not None:
+            links.update(_link_map(row["links"]))
         protected = row.get("protected") or []
         if not isinstance(protected, list):
             raise ValidationError("protected", "must be a list of paths")
@@ -192,6 +239,7 @@ class AgentTask:
             limits=_limits(row.get("limits")),
             metadata=dict(row.get("metadata") or {}),
             strict_values=_flag("strict_values", row.get("strict_values", False)),
+            links=links,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,7 +249,7 @@ class AgentTask:
         try:
             row["files"] = {p: b.decode() for p, b in self.files.items()}
         except UnicodeDecodeError:
-            row["archive"] = base64.b64encode(tar_of(self.files)).decode()
+            row["archive"] = base64.b64encode(tar_of(self.files, self.links)).decode()
         row["tests"] = dict(self.tests)
         for key in ("test_command", "reference_patch"):
             if getattr(self, key) is not None:
@@ -211,11 +259,13 @@ class AgentTask:
         if self.protected:
             row["protected"] = list(self.protected)
         if self.limits != VERIFY_LIMITS:
-            row["limits"] = {"time_s": self.limits.time_s, "memory_mb": self.limits.memory_mb}
+            row["limits"] = {k: getattr(self.limits, k) for k in _LIMIT_KEYS}
         if self.metadata:
             row["metadata"] = dict(self.metadata)
         if self.strict_values:
             row["strict_values"] = True
+        if self.links:
+            row["links"] = dict(self.links)
         return row
 
 
@@ -225,25 +275,45 @@ def _flag(field_name: str, value: object) -> bool:
     return value
 
 
+def _link_map(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(t, str) for t in value.values()):
+        raise ValidationError("links", "must be an object of path -> link target")
+    return {check_path("links", p): str(t) for p, t in value.items()}
+
+
+_LIMIT_KEYS = ("time_s", "memory_mb", "disk_mb")
+
+
 def _limits(value: object) -> Limits:
     if value is None:
         return VERIFY_LIMITS
+    if isinstance(value, Limits):
+        return value
     if not isinstance(value, Mapping):
-        raise ValidationError("limits", "must be an object {time_s, memory_mb}")
-    bad = set(value) - {"time_s", "memory_mb"}
+        raise ValidationError("limits", "must be an object {time_s, memory_mb, disk_mb}")
+    bad = set(value) - set(_LIMIT_KEYS)
     if bad:
         raise ValidationError(f"limits.{sorted(bad)[0]}", "unknown field")
     try:
         return Limits(
             time_s=float(value.get("time_s", VERIFY_LIMITS.time_s)),
             memory_mb=int(value.get("memory_mb", VERIFY_LIMITS.memory_mb)),
+            disk_mb=int(value.get("disk_mb", VERIFY_LIMITS.disk_mb)),
         )
     except (TypeError, ValueError) as exc:
         raise ValidationError("limits", str(exc)) from None
 
 
-def tar_of(files: Mapping[str, bytes]) -> bytes:
-    """A plain tarball of ``files`` (what a session is seeded with)."""
+def task_limits(
+    time_s: float | None = None, memory_mb: int | None = None, disk_mb: int | None = None
+) -> Limits:
+    """The limits of one verification, the defaults where not given (what converters take)."""
+    given = {"time_s": time_s, "memory_mb": memory_mb, "disk_mb": disk_mb}
+    return _limits({k: v for k, v in given.items() if v is not None})
+
+
+def tar_of(files: Mapping[str, bytes], links: Mapping[str, str] | None = None) -> bytes:
+    """A plain tarball of ``files`` and ``links`` (what a session is seeded with)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path, data in sorted(files.items()):
@@ -251,6 +321,11 @@ def tar_of(files: Mapping[str, bytes]) -> bytes:
             info.size = len(data)
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
+        for path, target in sorted((links or {}).items()):
+            info = tarfile.TarInfo(path)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
     return buf.getvalue()
 
 
@@ -290,4 +365,6 @@ __all__ = [
     "files_from_tar",
     "load_tasks",
     "tar_of",
+    "task_limits",
+    "tree_from_tar",
 ]

@@ -50,7 +50,9 @@ def _stdlib_names() -> set[str]:
     return found - {"site-packages", "dist-packages"}
 
 
-_GUARDED = _stdlib_names() | {
+# ``test`` is CPython's own regression-test package, which nothing trusted imports: a
+# repository's ``test`` package is its own (``test.conftest``), as with pytest outside.
+_GUARDED = (_stdlib_names() - {"test"}) | {
     "pytest",
     "_pytest",
     "pluggy",
@@ -115,10 +117,12 @@ def _changed(before: dict[tuple[str, ...], int], modules: list[str]) -> list[str
     return sorted(".".join(k) for k in keys)[:5]
 
 
-def _prepare(root: str, base: list[str]) -> None:
-    sys.path[:] = [root, *base]
+def _prepare(spec: dict[str, Any], base: list[str]) -> None:
+    """The path of an editable install: the workspace's import roots, the project's
+    metadata, then the environment's own packages (behind the guard)."""
+    sys.path[:] = [*spec["roots"], spec["site"], *base]
     sys.meta_path.insert(0, Guard(base))
-    os.chdir(root)
+    os.chdir(os.path.join(spec["root"], spec.get("cwd") or "."))
     for key in [k for k in os.environ if k.startswith(("PYTEST", "PYTHON"))]:
         del os.environ[key]
 
@@ -131,7 +135,7 @@ def run_plain(
     import importlib.util
 
     root = spec["root"]
-    _prepare(root, base)
+    _prepare(spec, base)
     watched = [m for m in sys.modules if m.startswith("importlib")]
     before = _snapshot(watched)
     for rel in spec["tests"]:
@@ -172,6 +176,12 @@ def run_plain(
     return _changed(before, watched)
 
 
+def _outcome(report: Any) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.outcome == "skipped" else "passed"  # xpass: passed
+    return str(report.outcome)
+
+
 def run_pytest(
     spec: dict[str, Any], base: list[str], _emit: Any, pinned: dict[str, bytes]
 ) -> list[str]:
@@ -180,7 +190,7 @@ def run_pytest(
 
     _pin_pytest(pinned)
     root = spec["root"]
-    _prepare(root, base)
+    _prepare(spec, base)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     watched = [m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "pluggy")]
     before = _snapshot(watched)
@@ -191,7 +201,7 @@ def run_pytest(
                 _emit(
                     {
                         "id": report.nodeid,
-                        "outcome": "passed" if report.outcome == "passed" else "failed",
+                        "outcome": _outcome(report),
                         "message": str(report.longrepr or "")[-600:],
                     }
                 )
@@ -201,20 +211,12 @@ def run_pytest(
                 msg = "collection: " + str(report.longrepr or "")[-600:]
                 _emit({"collect_error": report.nodeid, "message": msg})
 
-    args = [
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "-c",
-        spec["ini"],
-        "--rootdir",
-        root,
-        *spec["tests"],
-    ]
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", root]
+    if spec["ini"]:  # the task has no pytest configuration of its own
+        args += ["-c", spec["ini"]]
+    args += spec["pytest_args"] if spec.get("pytest_args") is not None else spec["tests"]
     code = pytest.main(args, plugins=[Collect()])
-    _emit({"pytest_exit": int(code)})
+    _emit({"exit": int(code)})
     return _changed(before, watched)
 
 
@@ -240,12 +242,154 @@ def _pin_pytest(pinned: dict[str, bytes]) -> None:
     rewrite._read_pyc = lambda *args, **kwargs: None
 
 
+_BOOT = """
+import atexit, os, socket, sys
+def _assay_boot():
+    # Installed before any workspace code: the guard, and this process's registration.
+    sys.meta_path.insert(0, __import__("assay_verify_guard").Guard(sys.path[1:]))
+    where = os.environ.get("ASSAY_VERIFY_SOCKET")
+    if not where:
+        return
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(where)
+    token, pid, getframe = sock.recv(64), os.getpid(), sys._getframe
+    def done():
+        # Only the process that registered, and only from the interpreter's own shutdown
+        # (no Python frame calls it: code that runs the exit functions itself, or a forked
+        # child exiting normally, does not count as this process's normal exit).
+        if os.getpid() == pid and getframe(0).f_back is None:
+            sock.sendall(token)
+    atexit.register(done)
+try:
+    _assay_boot()
+finally:
+    del _assay_boot
+"""
+
+
+def _boot_zip(guard_source: str) -> int:
+    """A sealed memfd holding a zip with the boot's ``sitecustomize`` and the guard: on
+    ``PYTHONPATH`` as /proc/PID/fd/N, the same bytes for every Python process of the
+    command, which no process of the workspace can change."""
+    import fcntl
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("sitecustomize.py", _BOOT)
+        zf.writestr("assay_verify_guard.py", guard_source)
+    fd = os.memfd_create("assay-boot", os.MFD_ALLOW_SEALING)
+    os.write(fd, buf.getvalue())
+    seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    return fd
+
+
+def _guard_source() -> str:
+    names = sorted(_GUARDED)
+    return (
+        "import sys\nimport importlib.machinery\n"
+        f"_GUARDED = frozenset({names!r})\n"
+        "class Guard:\n"
+        "    def __init__(self, base):\n"
+        "        self.base = [p for p in base if not p.startswith('/work')]\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if path is not None or name.partition('.')[0] not in _GUARDED:\n"
+        "            return None\n"
+        "        if name in sys.builtin_module_names:\n"
+        "            return None\n"
+        "        if importlib.machinery.FrozenImporter.find_spec(name) is not None:\n"
+        "            return None\n"
+        "        spec = importlib.machinery.PathFinder.find_spec(name, self.base)\n"
+        "        if spec is None:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "        return spec\n"
+    )
+
+
+class Registry:
+    """The Python processes of a command: each registers as it starts (the boot connects
+    here and gets a token) and counts as finished only if it sends the token back at a
+    normal interpreter exit. A process that registered and never did (``os._exit``, a
+    signal) means the command ended early: its exit status counts nothing."""
+
+    def __init__(self) -> None:
+        import secrets
+        import socket
+        import threading
+
+        self.path = f"/tmp/.assay-verify-{os.getpid()}-{secrets.token_hex(6)}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(self.path)
+        self.sock.listen(64)
+        self.started = 0
+        self.finished = 0
+        self.lock = threading.Lock()
+        self.threads: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            with self.lock:
+                self.started += 1
+                self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn: Any) -> None:
+        token = os.urandom(16)
+        try:
+            conn.sendall(token)
+            got = b""
+            while len(got) < len(token):
+                chunk = conn.recv(len(token) - len(got))
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            got = b""
+        finally:
+            conn.close()
+        if got == token:
+            with self.lock:
+                self.finished += 1
+
+    def close(self) -> tuple[int, int]:
+        self.sock.close()
+        with self.lock:
+            threads = list(self.threads)
+        deadline = time.monotonic() + 5.0  # for all of them: a process still running after
+        for t in threads:  # the command (a server it left behind) did not exit normally
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self.lock:
+            return self.started, self.finished
+
+
 def run_command(spec: dict[str, Any], _emit: Any) -> list[str]:
+    """A test_command that is not one pytest invocation: its exit status is the outcome,
+    counted only if every Python process it started got through a normal exit."""
     import subprocess
 
     root = spec["root"]
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    registry = Registry()
+    boot = _boot_zip(_guard_source())
+    here = os.path.dirname(sys.executable)
+    env = {
+        "PATH": f"{here}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": ":".join([f"/proc/{os.getpid()}/fd/{boot}", *spec["roots"], spec["site"]]),
+        "ASSAY_VERIFY_SOCKET": registry.path,
+    }
     t = time.monotonic()
     done = subprocess.run(
         ["/bin/bash", "-c", spec["command"]],
@@ -254,17 +398,32 @@ def run_command(spec: dict[str, Any], _emit: Any) -> list[str]:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         check=False,
+        pass_fds=(boot,),
     )
+    started, finished = registry.close()
     tail = (done.stdout + done.stderr)[-600:].decode(errors="replace")
     outcome = "passed" if done.returncode == 0 else "failed"
-    _emit(
-        {
-            "id": "test_command",
-            "outcome": outcome,
-            "message": f"exit {done.returncode} after {time.monotonic() - t:.2f}s: {tail}",
-        }
-    )
+    message = f"exit {done.returncode} after {time.monotonic() - t:.2f}s: {tail}"
+    if finished < started:
+        outcome = "failed"
+        message = (
+            f"{started - finished} of {started} Python processes of the command ended early "
+            f"(no normal interpreter exit); {message}"
+        )
+    _emit({"exit": done.returncode})
+    _emit({"id": "test_command", "outcome": outcome, "message": message})
     return []
+
+
+def _links(spec: dict[str, Any]) -> None:
+    """The workspace's symlinks (the sandbox stages regular files only)."""
+    root = spec["root"]
+    for rel, target in sorted((spec.get("links") or {}).items()):
+        path = os.path.join(root, rel)
+        if os.path.lexists(path):
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.symlink(target, path)
 
 
 def main() -> None:
@@ -274,6 +433,7 @@ def main() -> None:
     with open(sys.argv[1]) as fh:
         spec = json.load(fh)
     os.unlink(sys.argv[1])
+    _links(spec)
     base = [p for p in sys.path[1:] if p and not p.startswith("/work")]
     _GUARDED.update(spec.get("guarded") or [])
     pinned = {}
