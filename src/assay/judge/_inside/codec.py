@@ -179,9 +179,6 @@ def rebuild(type_name: str, values: list[Any]) -> Any:
     return iter(values)
 
 
-_NUMBERS = (bool, int, float, complex)
-
-
 def equal(
     got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0, anything: type | None = None
 ) -> bool:
@@ -191,19 +188,27 @@ def equal(
     expected value is NaN (at any depth; Python's own containers compare NaN by identity).
     Both sides are plain builtin values decoded by the trusted side, so ``==`` here is
     builtin ``==``: no object of the submission's takes part. An expected value of type
-    ``anything`` (at any depth) matches every answer but None."""
+    ``anything`` (at any depth) matches every answer but None. Self-contained (no other
+    name of this module): EvalPlus-style hidden test files carry its source."""
+
+    def close(g: float, w: float) -> bool:
+        if math.isnan(w) or math.isnan(g):
+            return math.isnan(w) and math.isnan(g)
+        if math.isinf(w) or math.isinf(g):
+            return w == g
+        return abs(g - w) <= max(atol, rtol * abs(w)) if (atol or rtol) else g == w
+
+    numbers = (bool, int, float, complex)
     if anything is not None and isinstance(want, anything):
         return got is not None
     tw, tg = type(want), type(got)
-    if tw in _NUMBERS and tg in _NUMBERS:
+    if tw in numbers and tg in numbers:
         if tw is complex or tg is complex:
             w, g = complex(want), complex(got)
-            return _float_equal(g.real, w.real, atol, rtol) and _float_equal(
-                g.imag, w.imag, atol, rtol
-            )
+            return close(g.real, w.real) and close(g.imag, w.imag)
         if tw is float or tg is float:
             try:
-                return _float_equal(float(got), float(want), atol, rtol)
+                return close(float(got), float(want))
             except OverflowError:  # an int too large for a float: exact comparison
                 return bool(got == want)
         return bool(got == want)
@@ -224,10 +229,3 @@ def equal(
     except Exception:  # e.g. deep recursion on huge values: not equal rather than a crash
         return False
 
-
-def _float_equal(g: float, w: float, atol: float, rtol: float) -> bool:
-    if math.isnan(w) or math.isnan(g):
-        return math.isnan(w) and math.isnan(g)
-    if math.isinf(w) or math.isinf(g):
-        return w == g
-    return abs(g - w) <= max(atol, rtol * abs(w)) if (atol or rtol) else g == w
