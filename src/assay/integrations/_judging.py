@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import languages
+from .._extract import extract
 from ..errors import ValidationError
 from ..executor import BatchHandle, JobResult, LocalExecutor
 from ..judge import Problem, Submission, validate
@@ -27,7 +28,6 @@ from ..reward import BinaryReward, RewardFn
 from ..reward import get as get_reward
 from ..types import Limits
 from ._remote import RemoteJudge, RemoteRefused, RemoteResult, Transport
-from .extract import extract_code
 from .groundtruth import EXTRA_KEYS, parse_ground_truth
 
 __all__ = [
@@ -153,6 +153,7 @@ class RewardConfig:
             retries=self.retries,
             stop_on_failure=self.stops_on_failure,
             deadline_s=self.deadline_s,
+            caller=self.caller,
         )
 
 
@@ -225,7 +226,12 @@ def prepare(
             if isinstance(row_lang, str) and row_lang
             else problem.metadata.get("language") or config.language
         ).name
-        submission = Submission(problem, extract_code(response, language), language)
+        found = extract(response, language)
+        if found.empty:
+            # The model's own failure, like a wrong answer (reward 0), and never run: an
+            # empty program would "run" and be judged runtime_error or worse.
+            return Outcome("no_code", 0.0, 0, len(problem.tests), "the completion holds no code")
+        submission = Submission(problem, found.code, language)
         validate(submission)
         if config.url is not None:
             RemoteJudge.encode(submission)  # tests the server cannot take fail this row only
