@@ -36,8 +36,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ValidationError
-from . import _judging
+# Absolute imports: veRL loads ``custom_reward_function.path`` as a file of its own (not as
+# a module of this package), where relative imports cannot resolve.
+from assay.errors import ValidationError
+from assay.integrations import _judging
 
 __all__ = [
     "KEYS",
