@@ -38,3 +38,39 @@ def tiny_tokenizer(folder: Path) -> Any:
     )
     fast.save_pretrained(str(folder))
     return fast
+
+
+def verl_batch(tokenizer: Any, rows: list[dict[str, Any]], width: int = 64) -> Any:
+    """A veRL ``DataProto`` as its rollout hands it to the reward loop: left-padded prompt
+    ids, right-padded response ids, the attention mask over both, and the row's
+    ``data_source``, ``reward_model.ground_truth`` and ``extra_info``."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+
+    def encode(texts: list[str], left: bool) -> tuple[Any, Any]:
+        ids = torch.full((len(texts), width), tokenizer.pad_token_id)
+        mask = torch.zeros((len(texts), width), dtype=torch.long)
+        for i, text in enumerate(texts):
+            x = torch.tensor(tokenizer(text)["input_ids"][:width], dtype=torch.long)
+            at = slice(width - len(x), width) if left else slice(0, len(x))
+            ids[i, at], mask[i, at] = x, 1
+        return ids, mask
+
+    prompts, prompt_mask = encode([r["prompt"] for r in rows], left=True)
+    responses, response_mask = encode([r["response"] for r in rows], left=False)
+    return DataProto.from_dict(
+        tensors={
+            "prompts": prompts,
+            "responses": responses,
+            "input_ids": torch.cat([prompts, responses], 1),
+            "attention_mask": torch.cat([prompt_mask, response_mask], 1),
+        },
+        non_tensors={
+            "data_source": np.array([r["data_source"] for r in rows], dtype=object),
+            "reward_model": np.array(
+                [{"ground_truth": r["ground_truth"]} for r in rows], dtype=object
+            ),
+            "extra_info": np.array([{} for _ in rows], dtype=object),
+        },
+    )
