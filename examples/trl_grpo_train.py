@@ -110,6 +110,7 @@ def train(url: str | None, steps: int, workdir: Path) -> dict[str, Any]:
         use_cpu=True,
         seed=0,
         log_completions=False,
+        disable_tqdm=True,
     )
     dataset = Dataset.from_list(ROWS)
     reward = make_reward_func(column="verification_info", url=url)

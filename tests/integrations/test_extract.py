@@ -49,7 +49,9 @@ def test_a_completion_that_closes_the_prompts_fence_is_its_code() -> None:
 def test_the_closing_fence_may_be_followed_by_prose_and_more_blocks() -> None:
     completion = f"def f(x):\n    return x\n{F}\nThis returns x. Test it with:\n{F}\nf(1)\n{F}\n"
     assert extract_code(completion) == "f(1)\n"
-    assert extract_code(f"def f(x):\n    return x\n{F}\nThat is all.") == "def f(x):\n    return x\n"
+    assert (
+        extract_code(f"def f(x):\n    return x\n{F}\nThat is all.") == "def f(x):\n    return x\n"
+    )
 
 
 def test_a_response_opening_its_own_untagged_block_is_unchanged() -> None:

@@ -121,4 +121,6 @@ def test_the_verdict_mix_goes_to_trls_own_logs(executor: LocalExecutor) -> None:
     assert metrics["assay_binary/no_code"] == 0.25
     assert metrics["assay_binary/time_limit"] == 0.0  # every verdict, every step
     assert metrics["assay_binary/unusable"] == 0.25
-    assert extra == {"assay_binary_verdict": ["accepted", "wrong_answer", "no_code", "invalid_input"]}
+    assert extra == {
+        "assay_binary_verdict": ["accepted", "wrong_answer", "no_code", "invalid_input"]
+    }

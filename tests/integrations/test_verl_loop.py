@@ -111,9 +111,7 @@ def _score_with_the_reward_loop(config: Any) -> list[dict[str, Any]]:
 
     worker = RewardLoopWorker(config)
     data = verl_batch(AutoTokenizer.from_pretrained(config.actor_rollout_ref.model.path), ROWS)
-    outputs: list[dict[str, Any]] = worker.loop.run_until_complete(
-        worker.compute_score_batch(data)
-    )
+    outputs: list[dict[str, Any]] = worker.loop.run_until_complete(worker.compute_score_batch(data))
     rm_scores = worker.reward_manager.assemble_rm_scores(data, [o["reward_score"] for o in outputs])
     assert rm_scores.sum(dim=1).tolist() == [e[0] for e in EXPECTED]
     return outputs
@@ -144,7 +142,9 @@ def test_readme_url_option_through_verls_reward_loop(tokenizer_dir: Path, serve_
     shown = re.search(r"\+reward\.custom_reward_function\.reward_kwargs\.url=\S+", _section("veRL"))
     assert shown is not None
     key = shown.group(0).split("=", 1)[0]
-    outputs = _score_with_the_reward_loop(_config([*overrides, f"{key}={serve_url}"], tokenizer_dir))
+    outputs = _score_with_the_reward_loop(
+        _config([*overrides, f"{key}={serve_url}"], tokenizer_dir)
+    )
     assert [o["reward_extra_info"]["verdict"] for o in outputs] == [e[1] for e in EXPECTED]
 
 

@@ -91,7 +91,9 @@ def test_call_tests_compare_as_the_datasets_assert_does(judge: Judge) -> None:
         "loose",
         [_call("area", [10, 24], 240), _call("odd", [2], False), _call("pts", [], [1, 2])],
     )
-    code = "def area(a, b): return a * b / 1.0\ndef odd(n): return n % 2\ndef pts(): return [1.0, 2]\n"
+    code = (
+        "def area(a, b): return a * b / 1.0\ndef odd(n): return n % 2\ndef pts(): return [1.0, 2]\n"
+    )
     j = judge.judge(Submission(problem, code))
     assert (j.verdict, j.passed) == ("accepted", 3), j.reason
 

@@ -33,7 +33,14 @@ from ..errors import AssayError, ValidationError
 from ..judge import Submission, TestCase
 from ..types import Limits
 
-__all__ = ["CALL_OPTIONS", "SCRIPT_OPTIONS", "RemoteJudge", "RemoteRefused", "RemoteResult", "Transport"]
+__all__ = [
+    "CALL_OPTIONS",
+    "SCRIPT_OPTIONS",
+    "RemoteJudge",
+    "RemoteRefused",
+    "RemoteResult",
+    "Transport",
+]
 
 Transport = httpx.BaseTransport | httpx.AsyncBaseTransport
 _RETRY_STATUS = frozenset({429, 502, 503, 504})

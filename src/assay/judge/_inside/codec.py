@@ -228,4 +228,3 @@ def equal(
         return bool(got == want)
     except Exception:  # e.g. deep recursion on huge values: not equal rather than a crash
         return False
-
