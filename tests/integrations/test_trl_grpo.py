@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("torch", reason="torch is not installed (pip install 'assay[trainers]')")
 pytest.importorskip("trl", reason="trl is not installed (pip install 'assay[trainers]')")
 
-from assay import LocalExecutor  # noqa: E402
-from assay.integrations.trl import make_reward_func  # noqa: E402
+from assay import LocalExecutor
+from assay.integrations.trl import make_reward_func
 
 pytestmark = pytest.mark.slow
 

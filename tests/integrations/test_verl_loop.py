@@ -25,7 +25,7 @@ pytest.importorskip(
     "verl.experimental.reward_loop", reason="veRL's reward loop does not import (make install)"
 )
 
-from ._tiny import FENCE, tiny_tokenizer, verl_batch  # noqa: E402
+from ._tiny import FENCE, tiny_tokenizer, verl_batch
 
 pytestmark = pytest.mark.slow
 

@@ -216,7 +216,7 @@ def equal(
         return (
             tg is tw
             and len(got) == len(want)
-            and all(equal(g, w, atol, rtol, anything) for g, w in zip(got, want))
+            and all(equal(g, w, atol, rtol, anything) for g, w in zip(got, want, strict=True))
         )
     if tw is dict:
         return (
