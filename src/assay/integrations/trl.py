@@ -14,11 +14,11 @@ function cannot judge (no readable tests, our sandbox failing, a deadline): TRL 
                           reward_funcs=[make_reward_func(column="verification_info")])
 
 TRL logs each reward under the function's ``__name__`` (``assay_binary`` by default). Where
-TRL passes its ``log_metric`` and ``log_extra`` hooks (TRL 0.24 and later), each call also
-puts into the trainer's own logs the verdict mix (``<name>/accepted``,
-``<name>/wrong_answer``, ... : the share of the step's rows with that verdict) and the share of
-unusable rows (``<name>/unusable``: rewards of ``None``, masked), and adds the verdict of each
-completion to TRL's completions table (column ``<name>_verdict``).
+TRL passes its ``log_metric`` and ``log_extra`` hooks (TRL 1.16, the release tested, does),
+each call also puts into the trainer's own logs the verdict mix (``<name>/accepted``,
+``<name>/wrong_answer``, ...: the share of the step's rows with that verdict) and the share
+of unusable rows (``<name>/unusable``: rewards of ``None``, masked), and adds the verdict of
+each completion to TRL's completions table (column ``<name>_verdict``).
 """
 
 from __future__ import annotations
