@@ -34,8 +34,18 @@ def _assay(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     [
         ("records", "stats", "{url}"),
         ("serve", "--port", "0", "--records", "{url}"),
-        ("eval", "{data}", "-f", "humaneval", "--samples", "{data}", "--out", "{data}.out")
-        + ("--records", "{url}"),
+        (
+            "eval",
+            "{data}",
+            "-f",
+            "humaneval",
+            "--samples",
+            "{data}",
+            "--out",
+            "{data}.o",
+            "--records",
+            "{url}",
+        ),
     ],
     ids=["records", "serve", "eval"],
 )
