@@ -70,7 +70,7 @@ def check(target: str | Path | None, field: str = "records") -> Location:
     loc = resolve(target)
     if loc.kind != "remote":
         return loc
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
     scheme = loc.url.split("://", 1)[0].lower()
     try:
@@ -95,7 +95,7 @@ def check(target: str | Path | None, field: str = "records") -> Location:
 def _s3_credentials() -> bool:
     """Whether botocore (under s3fs) finds credentials where it looks for them."""
     try:
-        import botocore.session
+        import botocore.session  # type: ignore[import-untyped]
     except ImportError:  # s3fs always brings botocore; without it s3:// failed above
         return False
     try:
@@ -113,7 +113,7 @@ class Store:
     """The handful of storage operations telemetry needs, for one local or remote root."""
 
     def __init__(self, location: Location, storage_options: Mapping[str, Any] | None = None):
-        import fsspec  # type: ignore[import-untyped]  # deferred: local writers never need it
+        import fsspec  # deferred: local writers never need it
 
         if location.kind == "off":
             raise ValidationError("target", "records are 'off'; there is nothing to read or write")
