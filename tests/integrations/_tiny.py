@@ -1,43 +1,32 @@
-"""A tokenizer made on this machine (no hub): trained with ``tokenizers`` on a little local
-text, wrapped as a ``transformers`` fast tokenizer and saved where a trainer can load it by
-path. Used by the veRL reward-loop and TRL GRPO tests."""
+"""A tokenizer made on this machine (no hub; the example's: trained with ``tokenizers`` on a
+little local text, saved where a trainer loads it by path) and a veRL ``DataProto`` built
+with it. Used by the veRL reward-loop and TRL GRPO tests."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 FENCE = "`" * 3
 
-#: What the tokenizer is trained on: the prompts and programs of the tests.
-CORPUS = [
-    f"Write inc.\n{FENCE}python\ndef inc(x):\n    return x + 1\n{FENCE}\n",
-    "Read a number and print its double.\nprint(2 * int(input()))\n",
-    "def area(a, b):\n    return a * b\nassert area(10, 24) == 240\n",
-    "while True:\n    pass\nprint(3)\nimport sys\n",
-]
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_train.py"
+
+
+def example() -> ModuleType:
+    """``examples/trl_grpo_train.py`` as a module: its tokenizer and model builders are the
+    ones the tests use, so the example is what is tested."""
+    spec = importlib.util.spec_from_file_location("trl_grpo_train", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tiny_tokenizer(folder: Path) -> Any:
-    """A byte-level BPE tokenizer of a few hundred tokens, saved in ``folder``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=["<unk>", "<pad>", "<eos>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(CORPUS * 4, trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
-    )
-    fast.save_pretrained(str(folder))
-    return fast
+    """The example's byte-level BPE tokenizer (a few hundred tokens), saved in ``folder``."""
+    return example().build_tokenizer(folder)
 
 
 def verl_batch(tokenizer: Any, rows: list[dict[str, Any]], width: int = 64) -> Any:

@@ -4,13 +4,11 @@ Needs the ``trainers`` extra (torch CPU, transformers, trl)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,23 +19,16 @@ pytest.importorskip("trl", reason="trl is not installed (pip install 'assay[trai
 from assay import LocalExecutor
 from assay.integrations.trl import make_reward_func
 
+from ._tiny import EXAMPLE, example
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "trl_grpo_train.py"
-
-
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("trl_grpo_train", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rejudge(run: dict[str, Any], executor: LocalExecutor) -> list[float | None]:
     """The last step's completions judged again, in-process, against their rows' tests."""
-    tests = {row["prompt"]: row["verification_info"] for row in _example().ROWS}
+    tests = {row["prompt"]: row["verification_info"] for row in example().ROWS}
     last = run["last"]
     f = make_reward_func(executor=executor)
     return f(
@@ -77,13 +68,13 @@ def test_the_readme_trl_block_trains_as_shown(serve_url: str, tmp_path: Path) ->
     assert "http://127.0.0.1:8080" in code
     code = code.replace("http://127.0.0.1:8080", serve_url)  # the address of this test's server
 
-    example = _example()
+    ex = example()
     from datasets import Dataset
     from trl import GRPOConfig
 
     # a model folder, as a user names one (TRL loads the model and its tokenizer from it)
     model_dir = tmp_path / "model"
-    example.build_model(example.build_tokenizer(model_dir)).save_pretrained(model_dir)
+    ex.build_model(ex.build_tokenizer(model_dir)).save_pretrained(model_dir)
     ns: dict[str, Any] = {
         "model": str(model_dir),
         "args": GRPOConfig(
@@ -98,14 +89,14 @@ def test_the_readme_trl_block_trains_as_shown(serve_url: str, tmp_path: Path) ->
             use_cpu=True,
             disable_tqdm=True,
         ),
-        "dataset": Dataset.from_list(example.ROWS),
+        "dataset": Dataset.from_list(ex.ROWS),
     }
     exec(compile(code, "README.md:TRL", "exec"), ns)
     logged = [h for h in ns["trainer"].state.log_history if "rewards/assay_binary/mean" in h]
     assert len(logged) == 1
     assert logged[0]["assay_binary/unusable"] == 0.0
     # the url= form shown beside it judges the same rows the same way
-    row = example.ROWS[1]
+    row = ex.ROWS[1]
     completions = ["print(2 * int(input()))\n" + "`" * 3, "print(3)"]
     kwargs = {"verification_info": [row["verification_info"]] * 2}
     assert ns["remote"](prompts=[row["prompt"]] * 2, completions=completions, **kwargs) == [
