@@ -96,7 +96,7 @@ $(STAMP): pyproject.toml $(RUNTIME_STAMP) $(APT_STAMP) | ruff-sandbox
 # them Go still works (slower) and Rust's tests skip themselves with a message.
 toolchains: $(APT_STAMP)
 	@if command -v node >/dev/null && { [ ! -x /usr/bin/esbuild ] || [ ! -d /usr/lib/node_modules/js-md5 ]; }; then \
-	  command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm || true; \
+	  command -v npm >/dev/null || { echo "==> installing npm (apt-get)"; DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm; } || true; \
 	  echo "==> installing esbuild (TypeScript) and js-md5 (HumanEval-X JavaScript) under /usr (npm)"; \
 	  npm install -g --prefix /usr --no-fund --no-audit esbuild@0.28.2 js-md5@0.8.3 || \
 	    echo "WARNING: npm packages not installed (TypeScript tests will be skipped)"; \

@@ -103,7 +103,8 @@ class RewardConfig:
     looping completion costs one time limit, not one per test; None (the default) means on
     for rewards that use the verdict only (``binary``) and off for the others (a pass
     fraction needs every test). ``retries`` bounds the retries of a request the server
-    refused for overload or could not take (``url`` only). ``caller`` is the fairness key.
+    refused for overload or could not take (``url`` only). ``caller`` is the fairness key
+    (sent as ``X-Assay-Caller`` over ``url``: the server's logs and records name it too).
     """
 
     url: str | None = None
