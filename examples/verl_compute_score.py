@@ -1,12 +1,13 @@
 """Assay as veRL's reward: ``compute_score`` / ``compute_score_batch`` on a tiny dataset.
 
-In a veRL run, point the trainer's custom reward function at the module (no copy needed;
-``python -c 'import assay.integrations.verl as v; print(v.__file__)'`` prints its path):
+In a veRL run (0.9.1 tested), name the function under ``reward.`` (no copy needed; the README
+section "veRL" has the exact commands, which tests/integrations/test_verl_loop.py runs):
 
-    custom_reward_function.path=<site-packages>/assay/integrations/verl.py
-    custom_reward_function.name=compute_score          # one row per call (naive manager)
-    # or: custom_reward_function.name=compute_score_batch reward_model.reward_manager=batch
-    # options go in custom_reward_function.reward_kwargs, e.g. {url: "http://judge:8000"}
+    reward.custom_reward_function.path=pkg://assay.integrations.verl
+    reward.custom_reward_function.name=compute_score_async   # veRL's naive manager, rows concurrent
+    # or path=<site-packages>/assay/integrations/verl.py (veRL loads the file on its own)
+    # options: +reward.custom_reward_function.reward_kwargs.url=http://judge:8080
+    # older veRL (legacy reward workers): name=compute_score_batch reward_model.reward_manager=batch
 
 Each row's ``reward_model.ground_truth`` may be APPS/TACO ``input_output``, veRL's
 ``{"inputs", "outputs", "fn_name"?}``, PRIME ``verification_info`` or LiveCodeBench

@@ -7,7 +7,9 @@ import json
 import os
 import tarfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
@@ -96,3 +98,26 @@ def test_doctor_reports_the_tiers_and_images(tmp_path: Path) -> None:
     assert set(report["gvisor"]) == {"available", "detail"}
     assert "available" in report["image_build"]
     assert [i["name"] for i in report["images"]] == ["saved"]
+
+
+def test_build_says_what_it_does_without_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In CI or a pipe the spinner shows nothing: the build says what it starts and prints
+    the tools' lines (issue 29: ``assay image build`` was silent for 90 s). The build itself
+    (mmdebstrap, root) is replaced by one that reports two lines and fails, as a real one
+    fails without a mirror."""
+    from assay.cli import image as image_cli
+    from assay.images import BuildError
+
+    def build(spec: object, on_line: Any = None) -> Any:
+        on_line("I: automatically chosen mode: root")
+        on_line("I: downloading packages with apt...")
+        raise BuildError("mmdebstrap failed (exit 1)")
+
+    monkeypatch.setattr(image_cli, "build_image", build)
+    spec = Path(__file__).resolve().parents[2] / "examples" / "images" / "py39.toml"
+    result = CLI.invoke(app, ["image", "build", str(spec)], env=_env(tmp_path))
+    assert result.exit_code == 3
+    assert "building py39 (bullseye) with mmdebstrap" in result.output
+    assert "I: downloading packages with apt..." in result.output

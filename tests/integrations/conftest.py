@@ -1,5 +1,6 @@
 """Fixtures for the trainer integrations: one small executor shared by the tests, an
-executor that always fails (our fault), and a fake Assay server on ``httpx.MockTransport``."""
+executor that always fails (our fault), a fake Assay server on ``httpx.MockTransport``, and
+a real ``assay serve`` (a subprocess on a free port, started as a user would)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from assay import LocalExecutor, Runner
 from assay.executor import Execution, InMemoryBackend, Job
+from serve_helpers import served
 
 from .helpers import FakeServer
 
@@ -39,3 +41,10 @@ def server(executor: LocalExecutor) -> FakeServer:
 @pytest.fixture
 def transport(server: FakeServer) -> httpx.MockTransport:
     return httpx.MockTransport(server)
+
+
+@pytest.fixture(scope="session")
+def serve_url() -> Iterator[str]:
+    """A real ``assay serve`` without tokens (``serve_helpers``: its log in a file)."""
+    with served() as (url, _pid):
+        yield url

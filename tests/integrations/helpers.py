@@ -27,6 +27,7 @@ class FakeServer:
     def __init__(self, executor: LocalExecutor) -> None:
         self.executor = executor
         self.requests: list[dict[str, Any]] = []
+        self.callers: list[str | None] = []
         self.fail_with: list[int] = []
         self.settings = Settings()
 
@@ -37,6 +38,7 @@ class FakeServer:
             return httpx.Response(self.fail_with.pop(0), headers={"Retry-After": "0"})
         body = json.loads(request.content)
         self.requests.append(body)
+        self.callers.append(request.headers.get("x-assay-caller"))
         try:
             parsed = JudgeRequest.model_validate(body)
             subs = native.submissions(parsed, self)  # type: ignore[arg-type]

@@ -4,7 +4,6 @@ as a user would), compared with the same rows judged in-process."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,7 +15,6 @@ from assay.integrations.verl import (
     compute_score_batch,
     compute_score_batch_async,
 )
-from serve_helpers import served
 
 from .helpers import fenced
 
@@ -32,12 +30,6 @@ RESPONSES = [
     fenced("while True:\n    pass"),  # time limit
 ]
 TRUTHS = [STDIO, STDIO, CALL, CALL, STDIO]
-
-
-@pytest.fixture(scope="module")
-def serve_url() -> Iterator[str]:
-    with served() as (url, _pid):
-        yield url
 
 
 def test_verl_and_trl_url_modes_agree_with_in_process_judging(

@@ -37,3 +37,22 @@ def test_reasoning_is_dropped() -> None:
 def test_tilde_fences_and_indented_closing_fence() -> None:
     assert extract_code("~~~python\nx = 3\n~~~") == "x = 3\n"
     assert extract_code(f"  {F}python\nx = 4\n  {F}") == "x = 4\n"
+
+
+def test_a_completion_that_closes_the_prompts_fence_is_its_code() -> None:
+    """The prompt ends with an opening fence; the completion is the code, then the closing
+    fence (issue 29: it extracted to empty code, so a correct answer scored 0)."""
+    completion = f"def f(x):\n    return x + 1\n{F}\n"
+    assert extract_code(completion) == "def f(x):\n    return x + 1\n"
+
+
+def test_the_closing_fence_may_be_followed_by_prose_and_more_blocks() -> None:
+    completion = f"def f(x):\n    return x\n{F}\nThis returns x. Test it with:\n{F}\nf(1)\n{F}\n"
+    assert extract_code(completion) == "f(1)\n"
+    assert (
+        extract_code(f"def f(x):\n    return x\n{F}\nThat is all.") == "def f(x):\n    return x\n"
+    )
+
+
+def test_a_response_opening_its_own_untagged_block_is_unchanged() -> None:
+    assert extract_code(f"Here:\n{F}\nx = 2\n{F}\n") == "x = 2\n"

@@ -35,12 +35,14 @@ def test_batch_goes_out_as_one_request_in_the_documented_shape(
         transport=transport,
     )
     assert [r["score"] for r in rows] == [1.0, 0.0, 1.0, 0.0]
-    assert [r["valid"] for r in rows] == [True, True, True, False]  # script tests: not sendable
-    assert "stdio and call" in rows[3]["reason"]
+    # script (assert-style) tests are judged by the server too (issue 29: they were all None)
+    assert [r["valid"] for r in rows] == [True, True, True, True]
+    assert rows[3]["verdict"] == "wrong_answer"  # "x" defines no add: the test fails
     assert all(tuple(r) == KEYS for r in rows)
     assert len(server.requests) == 1
     subs = server.requests[0]["submissions"]
-    assert len(subs) == 3
+    assert len(subs) == 4
+    assert subs[3]["problem"]["tests"][0]["kind"] == "script"
     assert set(subs[0]) == {"code", "language", "problem"}
     assert server.requests[0]["stop_on_failure"] is True  # binary: the verdict is all it needs
     tests = subs[0]["problem"]["tests"]
@@ -137,3 +139,15 @@ def test_values_json_would_change_are_refused_per_row() -> None:
     t = TestCase(kind="call", options={"fn_name": "f", "args": [(1, 2)]}, expected_value=1)
     with pytest.raises(ValidationError, match="tuples"):
         RemoteJudge.encode(Submission(Problem("p", [t]), "def f(x): return 1"))
+
+
+def test_the_caller_name_goes_to_the_server(
+    server: FakeServer, transport: httpx.MockTransport
+) -> None:
+    """The server's fair share, logs and records name the trainer, not its IP (issue 29)."""
+    f = make_reward_func(column="input_output", url=URL, transport=transport)
+    f(prompts=["p"], completions=[fenced(ADD)], input_output=[STDIO])
+    g = make_reward_func(column="input_output", url=URL, transport=transport, caller="run-7")
+    g(prompts=["p"], completions=[fenced(ADD)], input_output=[STDIO])
+    compute_score("a", fenced(ADD), STDIO, url=URL, transport=transport)
+    assert server.callers == ["trl", "run-7", "verl"]

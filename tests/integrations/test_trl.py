@@ -101,3 +101,26 @@ def test_misconfiguration_fails_at_construction() -> None:
     f = make_reward_func(column="tests")
     with pytest.raises(ValidationError, match="tests"):
         f(prompts=["p"], completions=["x"], verification_info=[INFO])
+
+
+def test_the_verdict_mix_goes_to_trls_own_logs(executor: LocalExecutor) -> None:
+    """TRL hands reward functions ``log_metric`` and ``log_extra`` (issue 29: ignored)."""
+    metrics: dict[str, float] = {}
+    extra: dict[str, list[object]] = {}
+    f = make_reward_func(executor=executor)
+    rewards = f(
+        prompts=["p"] * 4,
+        completions=[fenced(DOUBLE), fenced("print(0)"), "", fenced(DOUBLE)],
+        verification_info=[INFO, INFO, INFO, None],
+        log_metric=metrics.__setitem__,
+        log_extra=extra.__setitem__,
+    )
+    assert rewards == [1.0, 0.0, 0.0, None]
+    assert metrics["assay_binary/accepted"] == 0.25
+    assert metrics["assay_binary/wrong_answer"] == 0.25
+    assert metrics["assay_binary/no_code"] == 0.25
+    assert metrics["assay_binary/time_limit"] == 0.0  # every verdict, every step
+    assert metrics["assay_binary/unusable"] == 0.25
+    assert extra == {
+        "assay_binary_verdict": ["accepted", "wrong_answer", "no_code", "invalid_input"]
+    }

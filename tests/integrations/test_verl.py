@@ -191,3 +191,15 @@ def test_deadline_rows_are_masked(executor: LocalExecutor) -> None:
     )
     assert rows[0]["verdict"] == "deadline" and rows[0]["valid"] is False
     assert rows[0]["score"] == 0.0 and tuple(rows[0]) == KEYS
+
+
+def test_an_empty_completion_is_no_code_and_scores_zero(executor: LocalExecutor) -> None:
+    """Nothing is run for it: ``no_code``, the model's failure (issue 29: runtime_error)."""
+    fence = "`" * 3
+    rows = compute_score_batch(
+        ["x", "x", "x"],
+        ["", "  \n", f"{fence}python\n{fence}"],
+        [{"inputs": ["1\n"], "outputs": ["1\n"]}] * 3,
+        executor=executor,
+    )
+    assert [(r["verdict"], r["score"], r["valid"]) for r in rows] == [("no_code", 0.0, True)] * 3

@@ -84,6 +84,32 @@ def test_float_tolerance_and_containers(judge: Judge) -> None:
     assert j.verdict == "accepted", j.reason
 
 
+def test_call_tests_compare_as_the_datasets_assert_does(judge: Judge) -> None:
+    """MBPP's ``assert f(x) == 240`` passes for 240.0, ``== False`` for 0 (issue 29): a
+    call test is not stricter than the dataset's own assertion."""
+    problem = Problem(
+        "loose",
+        [_call("area", [10, 24], 240), _call("odd", [2], False), _call("pts", [], [1, 2])],
+    )
+    code = (
+        "def area(a, b): return a * b / 1.0\ndef odd(n): return n % 2\ndef pts(): return [1.0, 2]\n"
+    )
+    j = judge.judge(Submission(problem, code))
+    assert (j.verdict, j.passed) == ("accepted", 3), j.reason
+
+
+def test_loose_numbers_do_not_open_a_lying_answer(judge: Judge) -> None:
+    """Values are still plain builtins decoded on the trusted side: a str, None or a tuple
+    where the dataset's ``==`` would say no is still a wrong answer."""
+    problem = Problem(
+        "loose-no",
+        [_call("a", [], 240), _call("b", [], 0), _call("c", [], [1, 2])],
+    )
+    code = "def a(): return '240'\ndef b(): return None\ndef c(): return (1, 2)\n"
+    j = judge.judge(Submission(problem, code))
+    assert [t.verdict for t in j.tests] == ["wrong_answer"] * 3
+
+
 def test_time_limit_marks_remaining_calls(judge: Judge) -> None:
     problem = Problem("slow", [_call("f", [1], 1), _call("f", [2], 2)], limits=Limits(time_s=0.5))
     j = judge.judge(

@@ -65,7 +65,15 @@ def test_malformed_data_is_rejected(data: object) -> None:
 
 
 def test_equality_rules() -> None:
-    assert not equal(True, 1)
+    # Python's ``==``, as MBPP's ``assert f(x) == 240`` decides (issue 29).
+    assert equal(240.0, 240)
+    assert equal(0, False)
+    assert equal(True, 1)
+    assert equal({1, 2}, frozenset({1, 2}))
+    assert equal([1, [2.0]], [1, [2]])
+    assert not equal("1", 1)
+    assert not equal(None, 0)
+    assert equal([math.nan], [math.nan])
     assert not equal([1], (1,))
     assert equal(1, 1.0)
     assert not equal(1.0000001, 1.0)

@@ -70,6 +70,49 @@ def test_v1_judge_one_and_many(client: httpx.Client) -> None:
     ]
 
 
+def test_v1_judge_takes_script_tests(client: httpx.Client) -> None:
+    """Assert-style tests (MBPP, HumanEval) over /v1/judge, judged with the script guards
+    (issue 29: the integrations' url= mode could not send them and every row was None)."""
+    mbpp = {
+        "id": "area",
+        "tests": [
+            {"kind": "script", "code": "assert area(10, 24) == 240"},
+            {"kind": "script", "code": "assert area(1, 1) == 1"},
+        ],
+    }
+    humaneval = {
+        "id": "inc",
+        "tests": [
+            {
+                "kind": "script",
+                "code": "def check(f):\n    assert f(1) == 2\n",
+                "options": {"setup": "def inc(x):\n", "call": "check(inc)", "requires": ["inc"]},
+            }
+        ],
+    }
+    r = client.post(
+        "/v1/judge",
+        json={
+            "submissions": [
+                {"code": "def area(a, b): return a * b / 1.0", "problem": mbpp},
+                {"code": "def area(a, b): return a + b", "problem": mbpp},
+                {"code": "import sys\ndef area(a, b): sys.exit(0)", "problem": mbpp},
+                {"code": "def inc(x):\n    return x + 1", "problem": humaneval},
+            ]
+        },
+    )
+    assert r.status_code == 200, r.text
+    got = [(x["verdict"], x["passed"]) for x in r.json()["results"]]
+    assert got == [("accepted", 2), ("wrong_answer", 0), ("runtime_error", 0), ("accepted", 1)]
+
+
+def test_v1_judge_script_test_fields_are_checked(client: httpx.Client) -> None:
+    bad = {"id": "x", "tests": [{"kind": "script", "code": "assert 1", "options": {"x": 1}}]}
+    r = client.post("/v1/judge", json={"code": "pass", "problem": bad})
+    assert r.status_code == 422
+    assert "problem.tests[0].options.x" in r.text
+
+
 def test_batches_poll_events_and_cancel(client: httpx.Client) -> None:
     subs = [{"code": GOOD}, {"code": "print(0)"}, {"code": GOOD + "  # other"}]
     r = client.post("/v1/batches", json={"problem": ADD, "submissions": subs})

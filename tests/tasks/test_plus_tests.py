@@ -67,8 +67,8 @@ def _hidden(expected: list[object]) -> dict[str, object]:
 
 
 def test_hidden_file_compares_as_the_judge_does() -> None:
-    """Floats within the tolerance, an int for a float, NaN for NaN; a bool for an int, a
-    tuple for a list, a far float are wrong: the judge's own ``equal``."""
+    """Floats within the tolerance, an int for a float, NaN for NaN; a bool unequal to the
+    number, a tuple for a list, a far float are wrong: the judge's own ``equal``."""
     answers = {0: 0.1 + 0.2, 1: 3, 2: float("nan"), 3: [1, 2]}
     ns = _hidden([0.3, 3.0, float("nan"), [1, 2]])
     ns["candidate"] = answers.__getitem__

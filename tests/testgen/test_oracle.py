@@ -97,7 +97,7 @@ def test_answers_of_subclasses_and_iterators_arrive_as_plain_values(runner: Runn
 
 
 def test_kills_compare_as_the_judge_does(runner: Runner) -> None:
-    # floats within tolerance pass; 1 is not True; a list is not a tuple
+    # floats within tolerance pass; True == 1 as in Python (issue 29); a list is not a tuple
     programs = [
         "def f(n):\n    return 0.1 + 0.2\n",
         "def f(n):\n    return True\n",
@@ -106,7 +106,7 @@ def test_kills_compare_as_the_judge_does(runner: Runner) -> None:
     got = oracle.kills(runner, programs, "f", [[0]], [0.3], [0.2], atol=1e-9)
     assert got[0].killed_by == ()
     assert got[1].killed_by == (0,)
-    assert oracle.kills(runner, programs[1:], "f", [[0]], [1], [0.2])[0].killed_by == (0,)
+    assert oracle.kills(runner, programs[1:], "f", [[0]], [1], [0.2])[0].killed_by == ()
     assert oracle.kills(runner, programs[2:], "f", [[0]], [(1,)], [0.2])[0].killed_by == (0,)
 
 

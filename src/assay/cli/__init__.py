@@ -87,7 +87,8 @@ def main() -> None:
     try:
         app()
     except ValidationError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        # One line, however long (soft_wrap): a terminal wraps it, a log keeps it whole.
+        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(EXIT_USAGE)
 
 

@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from ..errors import ConfigError, ValidationError
-from ._common import Insecure, app, console, err_console, make_runner, usage_error
+from ._common import (
+    Insecure,
+    app,
+    console,
+    err_console,
+    make_runner,
+    usage_error,
+    usage_errors,
+)
 
 
 @app.command("eval")
@@ -90,7 +98,7 @@ def eval_(
             metavar="ADDRESS",
             help="Judge on a Ray cluster ('auto', or ray://HEAD:10001): one node agent per "
             "node runs the samples; --workers is then ignored (each node has its CPUs as "
-            "slots). Needs pip install 'assay[ray]'.",
+            "slots). Needs pip install 'assay\\[ray]'.",
             show_default=False,
         ),
     ] = None,
@@ -125,6 +133,10 @@ def eval_(
             limit = -1.0
         if not 0 < limit <= 3600:
             usage_error("--time-limit", "'derive', 'format' or seconds in (0, 3600]")
+    from ..telemetry import check_target as check_records
+
+    with usage_errors():
+        check_records(records, "--records")
     runner = make_runner(insecure)
     try:
         with judging_progress(err_console) as (on_start, on_row):

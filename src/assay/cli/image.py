@@ -75,6 +75,14 @@ def build_command(
     with usage_errors():
         parsed = ImageSpec.load(spec)
     started = time.monotonic()
+    # Said before it starts, on every output: a build takes minutes, and without a terminal
+    # (CI, a pipe) the spinner below shows nothing, so each line of the tools is printed.
+    err_console.print(
+        f"building {parsed.name} ({parsed.suite}) with mmdebstrap"
+        f"{' and pip' if parsed.pip else ''}: this takes a few minutes the first time",
+        highlight=False,
+    )
+    plain = not err_console.is_terminal
     try:
         with (
             usage_errors(),
@@ -83,13 +91,19 @@ def build_command(
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
                 transient=True,
+                disable=plain,
+                console=err_console,
             ) as bar,
         ):
             task = bar.add_task(f"building {parsed.name} ({parsed.suite})")
-            image = build_image(
-                parsed,
-                on_line=lambda line: bar.update(task, description=line[:70] or "building"),
-            )
+
+            def on_line(line: str) -> None:
+                if plain:
+                    err_console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+                else:
+                    bar.update(task, description=line[:70] or "building")
+
+            image = build_image(parsed, on_line=on_line)
     except BuildError as exc:
         err_console.print(f"[red]error:[/] {exc}", highlight=False)
         raise typer.Exit(EXIT_SANDBOX) from exc

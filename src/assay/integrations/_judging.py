@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import languages
+from .._extract import extract
 from ..errors import ValidationError
 from ..executor import BatchHandle, JobResult, LocalExecutor
 from ..judge import Problem, Submission, validate
@@ -27,7 +28,6 @@ from ..reward import BinaryReward, RewardFn
 from ..reward import get as get_reward
 from ..types import Limits
 from ._remote import RemoteJudge, RemoteRefused, RemoteResult, Transport
-from .extract import extract_code
 from .groundtruth import EXTRA_KEYS, parse_ground_truth
 
 __all__ = [
@@ -103,7 +103,8 @@ class RewardConfig:
     looping completion costs one time limit, not one per test; None (the default) means on
     for rewards that use the verdict only (``binary``) and off for the others (a pass
     fraction needs every test). ``retries`` bounds the retries of a request the server
-    refused for overload or could not take (``url`` only). ``caller`` is the fairness key.
+    refused for overload or could not take (``url`` only). ``caller`` is the fairness key
+    (sent as ``X-Assay-Caller`` over ``url``: the server's logs and records name it too).
     """
 
     url: str | None = None
@@ -153,6 +154,7 @@ class RewardConfig:
             retries=self.retries,
             stop_on_failure=self.stops_on_failure,
             deadline_s=self.deadline_s,
+            caller=self.caller,
         )
 
 
@@ -225,7 +227,12 @@ def prepare(
             if isinstance(row_lang, str) and row_lang
             else problem.metadata.get("language") or config.language
         ).name
-        submission = Submission(problem, extract_code(response, language), language)
+        found = extract(response, language)
+        if found.empty:
+            # The model's own failure, like a wrong answer (reward 0), and never run: an
+            # empty program would "run" and be judged runtime_error or worse.
+            return Outcome("no_code", 0.0, 0, len(problem.tests), "the completion holds no code")
+        submission = Submission(problem, found.code, language)
         validate(submission)
         if config.url is not None:
             RemoteJudge.encode(submission)  # tests the server cannot take fail this row only

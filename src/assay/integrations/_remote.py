@@ -2,11 +2,12 @@
 
 Request: ``{"submissions": [{"code", "language", "problem": {"tests": [...], "limits":
 {...}}}], "stop_on_failure", "deadline_s"}`` with tests ``{"kind": "stdio", "input",
-"expected", "compare"}`` or ``{"kind": "call", "fn_name", "args", "expected_value",
-"options"}``; answer: ``{"results": [{"verdict", "reward", "passed", "total", "reason"}]}``
+"expected", "compare"}``, ``{"kind": "call", "fn_name", "args", "expected_value",
+"options"}`` or ``{"kind": "script", "code", "options"}`` (assert-style tests: MBPP,
+HumanEval, AceCoder), and the ``X-Assay-Caller`` header (the fair-share key); answer: ``{"results": [{"verdict", "reward", "passed", "total", "reason"}]}``
 in the same order. One request carries a whole batch, so the server can deduplicate and
 schedule it as one. Only what the server judges the same way is sent: a test it cannot
-express (script and pytest tests, checkers, call options other than :data:`CALL_OPTIONS`,
+express (pytest tests, checkers, call options other than :data:`CALL_OPTIONS`,
 values JSON would change, such as tuples) fails its row with :class:`ValidationError`.
 
 Failures are sorted by whose they are. Overload (429, honouring ``Retry-After``), 502-504 and
@@ -32,13 +33,22 @@ from ..errors import AssayError, ValidationError
 from ..judge import Submission, TestCase
 from ..types import Limits
 
-__all__ = ["CALL_OPTIONS", "RemoteJudge", "RemoteRefused", "RemoteResult", "Transport"]
+__all__ = [
+    "CALL_OPTIONS",
+    "SCRIPT_OPTIONS",
+    "RemoteJudge",
+    "RemoteRefused",
+    "RemoteResult",
+    "Transport",
+]
 
 Transport = httpx.BaseTransport | httpx.AsyncBaseTransport
 _RETRY_STATUS = frozenset({429, 502, 503, 504})
 _MAX_WAIT_S = 30.0
 #: Call-test options ``/v1/judge`` takes (beyond ``fn_name`` and ``args``).
 CALL_OPTIONS = frozenset({"also", "tuples_as_lists", "atol", "rtol"})
+#: Script-test options ``/v1/judge`` takes (the dataset formats' setup, call and requires).
+SCRIPT_OPTIONS = frozenset({"setup", "call", "requires"})
 #: The limits ``/v1/judge`` lets a request set.
 _LIMIT_FIELDS = ("time_s", "wall_s", "memory_mb", "processes", "output_bytes")
 
@@ -92,7 +102,7 @@ class RemoteJudge:
 
     ``transport`` replaces the network (e.g. ``httpx.MockTransport`` in tests); a transport
     used for both forms must implement both the sync and the async interface.
-    ``stop_on_failure`` and ``deadline_s`` go to the server with every request.
+    ``stop_on_failure``, ``deadline_s`` and ``caller`` go to the server with every request.
     """
 
     url: str
@@ -103,6 +113,9 @@ class RemoteJudge:
     backoff_s: float = 1.0
     stop_on_failure: bool = False
     deadline_s: float | None = None
+    #: Sent as ``X-Assay-Caller``: the server's fair-share key and the name its logs and
+    #: records give this trainer (without it, everything is the client's IP address).
+    caller: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -149,7 +162,7 @@ class RemoteJudge:
             failure = ""
             for attempt in range(self.retries + 1):
                 try:
-                    response = client.post(self.endpoint, json=body)
+                    response = client.post(self.endpoint, json=body, headers=self._headers)
                 except httpx.TransportError as exc:
                     failure = f"{type(exc).__name__}: {exc}"
                     if attempt < self.retries:
@@ -174,7 +187,7 @@ class RemoteJudge:
             failure = ""
             for attempt in range(self.retries + 1):
                 try:
-                    response = await client.post(self.endpoint, json=body)
+                    response = await client.post(self.endpoint, json=body, headers=self._headers)
                 except httpx.TransportError as exc:
                     failure = f"{type(exc).__name__}: {exc}"
                     if attempt < self.retries:
@@ -187,6 +200,10 @@ class RemoteJudge:
                     continue
                 return self._decode(response, subs)
         return self._unavailable(subs, failure)
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        return {"X-Assay-Caller": self.caller} if self.caller else {}
 
     def _wait(self, attempt: int, response: httpx.Response | None) -> float:
         hint = response.headers.get("retry-after") if response is not None else None
@@ -228,9 +245,16 @@ def _limits(limits: Limits) -> dict[str, Any]:
 def _test(i: int, t: TestCase) -> dict[str, Any]:
     if t.kind == "stdio":
         return {"kind": "stdio", "input": t.input, "expected": t.expected, "compare": t.compare}
+    if t.kind == "script":
+        extra = sorted(set(t.options) - SCRIPT_OPTIONS)
+        if extra:
+            raise ValidationError(
+                f"tests[{i}].options", f"/v1/judge cannot apply {', '.join(extra)} to a script test"
+            )
+        return {"kind": "script", "code": t.code, "options": dict(t.options)}
     if t.kind != "call":
         raise ValidationError(
-            f"tests[{i}].kind", f"/v1/judge takes stdio and call tests, not {t.kind!r}"
+            f"tests[{i}].kind", f"/v1/judge takes stdio, call and script tests, not {t.kind!r}"
         )
     options = {k: v for k, v in t.options.items() if k not in ("fn_name", "args")}
     extra = sorted(set(options) - CALL_OPTIONS)

@@ -13,16 +13,21 @@ function cannot judge (no readable tests, our sandbox failing, a deadline): TRL 
     trainer = GRPOTrainer(model=..., train_dataset=ds,
                           reward_funcs=[make_reward_func(column="verification_info")])
 
-TRL logs each reward under the function's ``__name__`` (``assay_binary`` by default).
+TRL logs each reward under the function's ``__name__`` (``assay_binary`` by default). Where
+TRL passes its ``log_metric`` and ``log_extra`` hooks (TRL 1.16, the release tested, does),
+each call also puts into the trainer's own logs the verdict mix (``<name>/accepted``,
+``<name>/wrong_answer``, ...: the share of the step's rows with that verdict) and the share
+of unusable rows (``<name>/unusable``: rewards of ``None``, masked), and adds the verdict of
+each completion to TRL's completions table (column ``<name>_verdict``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from ..errors import ValidationError
-from ..judge import Submission
+from ..judge import Submission, Verdict
 from ._judging import Memo, Outcome, RewardConfig, judge_rows, judge_rows_async, prepare
 from ._judging import resolve_config as _resolve
 
@@ -116,7 +121,25 @@ def _items(
     return items
 
 
-def _rewards(outcomes: list[Outcome]) -> list[float | None]:
+#: The verdicts whose share of a step is logged (every one, every step: TRL averages a
+#: metric over the steps that logged it, so a verdict left out of a step would be skewed).
+VERDICTS: tuple[str, ...] = get_args(Verdict)
+
+
+def _rewards(
+    outcomes: list[Outcome], name: str = "", hooks: Mapping[str, Any] | None = None
+) -> list[float | None]:
+    """The rewards of ``outcomes``; with TRL's hooks in ``hooks``, the step's verdict mix
+    and share of unusable rows go to the trainer's logs too."""
+    if hooks and outcomes:
+        log_metric, log_extra = hooks.get("log_metric"), hooks.get("log_extra")
+        n = len(outcomes)
+        if callable(log_metric):
+            for verdict in VERDICTS:
+                log_metric(f"{name}/{verdict}", sum(o.verdict == verdict for o in outcomes) / n)
+            log_metric(f"{name}/unusable", sum(o.reward is None for o in outcomes) / n)
+        if callable(log_extra):
+            log_extra(f"{name}_verdict", [o.verdict for o in outcomes])
     return [o.reward for o in outcomes]
 
 
@@ -155,12 +178,14 @@ def make_reward_func(
     under (default ``assay_<reward>``)."""
     cfg, rows = _scorer(column, config, options)
 
+    label = _name(cfg, name)
+
     def func(
         prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
     ) -> list[float | None]:
-        return _rewards(judge_rows(rows(completions, kwargs), cfg))
+        return _rewards(judge_rows(rows(completions, kwargs), cfg), label, kwargs)
 
-    func.__name__ = func.__qualname__ = _name(cfg, name)
+    func.__name__ = func.__qualname__ = label
     return func
 
 
@@ -175,12 +200,14 @@ def make_reward_func_async(
     concurrently with the other reward functions)."""
     cfg, rows = _scorer(column, config, options)
 
+    label = _name(cfg, name)
+
     async def func(
         prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any
     ) -> list[float | None]:
-        return _rewards(await judge_rows_async(rows(completions, kwargs), cfg))
+        return _rewards(await judge_rows_async(rows(completions, kwargs), cfg), label, kwargs)
 
-    func.__name__ = func.__qualname__ = _name(cfg, name)
+    func.__name__ = func.__qualname__ = label
     return func
 
 
@@ -189,11 +216,13 @@ _DEFAULT = RewardConfig(caller="trl")
 
 def reward_func(prompts: Any, completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
     """Binary reward, embedded executor, ground truth from the first known column present."""
-    return _rewards(judge_rows(_items(completions, kwargs, None, _DEFAULT), _DEFAULT))
+    outcomes = judge_rows(_items(completions, kwargs, None, _DEFAULT), _DEFAULT)
+    return _rewards(outcomes, "reward_func", kwargs)
 
 
 async def reward_func_async(
     prompts: Any, completions: Sequence[Any], **kwargs: Any
 ) -> list[float | None]:
     """:func:`reward_func` as a coroutine function."""
-    return _rewards(await judge_rows_async(_items(completions, kwargs, None, _DEFAULT), _DEFAULT))
+    outcomes = await judge_rows_async(_items(completions, kwargs, None, _DEFAULT), _DEFAULT)
+    return _rewards(outcomes, "reward_func_async", kwargs)

@@ -1,12 +1,18 @@
-"""veRL reward functions: point ``custom_reward_function`` at this module.
+r"""veRL reward functions: point ``reward.custom_reward_function`` at this module.
 
-.. code-block:: yaml
+Tested with veRL 0.9.1, whose trainer scores rows in its reward loop (one call per row, the
+rows of a step concurrently, through its ``naive`` reward manager):
 
-    custom_reward_function:
-      path: /path/to/site-packages/assay/integrations/verl.py
-      name: compute_score            # NaiveRewardManager / DAPO (one row per call)
-      # name: compute_score_batch    # with reward_model.reward_manager=batch (one call per step)
-      reward_kwargs: {url: null, reward: binary}
+.. code-block:: bash
+
+    python -m verl.trainer.main_ppo \
+        reward.custom_reward_function.path=pkg://assay.integrations.verl \
+        reward.custom_reward_function.name=compute_score_async \
+        +reward.custom_reward_function.reward_kwargs.reward=binary
+
+``path`` may also be this file's path: veRL then loads it as a file of its own, which is why
+this module imports absolutely. Releases that score with the legacy reward workers take
+``compute_score_batch`` with ``reward_model.reward_manager=batch`` (one call per step).
 
 Every returned dict has the same keys for every row, because veRL collects them into
 per-key arrays (``reward_extra_info``) and would fail on a missing key:
@@ -36,8 +42,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ValidationError
-from . import _judging
+# Absolute imports: veRL loads ``custom_reward_function.path`` as a file of its own (not as
+# a module of this package), where relative imports cannot resolve.
+from assay.errors import ValidationError
+from assay.integrations import _judging
 
 __all__ = [
     "KEYS",

@@ -95,9 +95,9 @@ def _special(tag: str, data: list[Any], depth: int) -> Any:
 
 
 def equal(got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0) -> bool:
-    """Structural equality of plain values (the codec's ``equal``): floats within tolerance;
-    NaN equals NaN only where the expected value is NaN. Types must match (1 != True, [1] !=
-    (1,)), except that an int answer may match an expected float within tolerance. An
+    """Python's ``==`` on plain values (the codec's ``equal``), as the dataset's own
+    ``assert f(x) == want`` decides it: ``240.0 == 240`` and ``0 == False`` hold, ``[1] !=
+    (1,)``; floats within tolerance; NaN equals NaN only where the expected value is NaN. An
     :class:`Iterated` counts as the list of its items; an expected :class:`Opaque` matches
     any answer but None."""
     return codec.equal(plain(got), plain(want), atol, rtol, Opaque)

@@ -160,6 +160,12 @@ def _test(t: TestModel, field: str, settings: Settings) -> TestCase:
         return TestCase(
             kind="stdio", input=t.input, expected=t.expected, compare=t.compare, name=t.name
         )
+    if t.kind == "script":
+        if not t.code.strip():
+            raise ValidationError(f"{field}.code", "a script test needs its test program")
+        code(t.code, settings, f"{field}.code")
+        options = _script_options(t.options, f"{field}.options")
+        return TestCase(kind="script", name=t.name, code=t.code, options=options)
     if not t.fn_name or not t.fn_name.isidentifier():
         raise ValidationError(f"{field}.fn_name", "a call test needs a function name")
     return TestCase(
@@ -194,6 +200,22 @@ def _call_options(options: dict[str, Any], field: str) -> dict[str, Any]:
                 f"{field}.{key}", "unknown option; known: also, tuples_as_lists, atol, rtol"
             )
     return out
+
+
+def _script_options(options: dict[str, Any], field: str) -> dict[str, Any]:
+    """What a script test may carry besides its program (as the dataset formats set it)."""
+    for key, value in options.items():
+        if key in ("setup", "call"):
+            if not isinstance(value, str):
+                raise ValidationError(f"{field}.{key}", "must be a string of code")
+        elif key == "requires":
+            if not isinstance(value, list) or not all(
+                isinstance(n, str) and n.isidentifier() for n in value
+            ):
+                raise ValidationError(f"{field}.{key}", "must be a list of names")
+        else:
+            raise ValidationError(f"{field}.{key}", "unknown option; known: setup, call, requires")
+    return dict(options)
 
 
 def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -> Problem:

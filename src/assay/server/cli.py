@@ -217,7 +217,7 @@ def serve_command(
             help="Run batches on a Ray cluster ('auto', or ray://HEAD:10001), one node agent "
             "per node; --slots is then unused (a node runs as many programs as it has CPUs). "
             "Sessions (/v1/sessions, /run_jupyter) are held by the node agents, each pinned to "
-            "its node (reason node_lost if that node dies). Needs pip install 'assay[ray]'.",
+            "its node (reason node_lost if that node dies). Needs pip install 'assay\\[ray]'.",
             show_default=False,
         ),
     ] = None,
@@ -261,6 +261,11 @@ def serve_command(
         raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
     if isolation is not None and isolation not in ("default", "gvisor"):
         raise typer.BadParameter("'default' or 'gvisor'", param_hint="--isolation")
+    from ..telemetry import check_target as check_records
+
+    # At start, not at the first upload: an unknown scheme or missing S3 credentials is one
+    # line and exit 2 (assay.cli.main), not a traceback from the background uploader.
+    check_records(records, "--records")
     try:  # a bad token file or an open address without tokens: one line, exit 2
         settings = Settings.from_env()
         check_bind(host, settings, insecure_no_auth)

@@ -157,20 +157,25 @@ class RunResponse(ProcessOutput):
 
 
 class TestModel(BaseModel):
-    """``stdio``: ``input`` -> ``expected``; ``call``: ``fn_name(*args)`` -> ``expected_value``."""
+    """``stdio``: ``input`` -> ``expected``; ``call``: ``fn_name(*args)`` -> ``expected_value``;
+    ``script``: the test program ``code`` (assert statements, or a ``check`` function called
+    by ``options.call``) run beside the submission with the judge's guards."""
 
     __test__ = False
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["stdio", "call"] = "stdio"
+    kind: Literal["stdio", "call", "script"] = "stdio"
     input: str = ""
     expected: str | None = None
     compare: str = "tokens"
     fn_name: str | None = None
     args: list[Any] = []
     expected_value: Any = None
+    code: str = Field("", description="script tests: the test program")
     options: dict[str, Any] = Field(
         {},
-        description="call tests: also (other accepted values), tuples_as_lists, atol, rtol",
+        description="call tests: also (other accepted values), tuples_as_lists, atol, rtol; "
+        "script tests: setup (code run first, e.g. the prompt), call (an expression run "
+        "last, e.g. check(candidate)), requires (names the submission must define)",
     )
     name: str = ""
 

@@ -8,6 +8,7 @@ and carry no per-job labels. The ``assay records`` commands live in :mod:`assay.
 
 from ._capacity import NodeCapacity, SessionStats, node_name
 from ._remote import SpoolStats
+from ._store import check as check_target
 from .compact import compact, query
 from .metrics import METRICS, Metrics, MetricSpec, metric_names, metrics_markdown
 from .records import (
@@ -43,6 +44,7 @@ __all__ = [
     "RecordWriter",
     "SessionStats",
     "SpoolStats",
+    "check_target",
     "compact",
     "iter_records",
     "metric_names",

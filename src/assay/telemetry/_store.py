@@ -19,7 +19,7 @@ from ..errors import ValidationError
 from . import defaults
 from ._jsonl import is_segment_name
 
-__all__ = ["Location", "Store", "basename", "resolve"]
+__all__ = ["Location", "Store", "basename", "check", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,52 @@ def resolve(target: str | Path | None) -> Location:
     return Location("local", str(path), path)
 
 
+#: Schemes of S3 and S3-compatible stores (s3fs), whose credentials :func:`check` looks for.
+_S3_SCHEMES = frozenset({"s3", "s3a"})
+
+
+def check(target: str | Path | None, field: str = "records") -> Location:
+    """:func:`resolve`, then what can be told before any work: a remote scheme fsspec knows
+    (and whose backend is installed), and for S3 that credentials can be found (the
+    variables, a profile, the instance's role): without them every upload would fail later,
+    in the background, with a traceback. :class:`ValidationError` naming ``field``."""
+    loc = resolve(target)
+    if loc.kind != "remote":
+        return loc
+    import fsspec  # type: ignore[import-untyped]
+
+    scheme = loc.url.split("://", 1)[0].lower()
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise ValidationError(
+            field,
+            f"unknown URL scheme {scheme}:// (a directory, 'off', or e.g. s3://bucket/prefix)",
+        ) from None
+    except ImportError as exc:
+        hint = " (pip install 'assay[s3]')" if scheme in _S3_SCHEMES else ""
+        raise ValidationError(field, f"{scheme}:// needs a package: {exc}{hint}") from None
+    if scheme in _S3_SCHEMES and not _s3_credentials():
+        raise ValidationError(
+            field,
+            f"no S3 credentials found for {loc.url}: set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE); AWS_ENDPOINT_URL for another S3 service",
+        )
+    return loc
+
+
+def _s3_credentials() -> bool:
+    """Whether botocore (under s3fs) finds credentials where it looks for them."""
+    try:
+        import botocore.session  # type: ignore[import-untyped]
+    except ImportError:  # s3fs always brings botocore; without it s3:// failed above
+        return False
+    try:
+        return botocore.session.get_session().get_credentials() is not None
+    except Exception:  # a broken profile file and the like: botocore says why at upload
+        return False
+
+
 def basename(path: str) -> str:
     """Last component of an fsspec path (always ``/``-separated)."""
     return path.rstrip("/").rsplit("/", 1)[-1]
@@ -67,7 +113,7 @@ class Store:
     """The handful of storage operations telemetry needs, for one local or remote root."""
 
     def __init__(self, location: Location, storage_options: Mapping[str, Any] | None = None):
-        import fsspec  # type: ignore[import-untyped]  # deferred: local writers never need it
+        import fsspec  # deferred: local writers never need it
 
         if location.kind == "off":
             raise ValidationError("target", "records are 'off'; there is nothing to read or write")

@@ -20,7 +20,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from ._store import resolve
+from ._store import check
 from .compact import compact as _compact
 from .compact import query
 
@@ -47,11 +47,9 @@ TargetArg = Annotated[
 
 
 def _target(target: str | None) -> str | Path | None:
-    """Validate the target before any work, so a typo is a usage error, not an empty table."""
-    try:
-        loc = resolve(target)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="'TARGET'") from exc
+    """Validate the target before any work, so a typo is a usage error, not an empty table
+    (an unknown URL scheme or missing S3 credentials: one line, exit 2, from ``assay``)."""
+    loc = check(target, "TARGET")
     if loc.kind == "off":
         raise typer.BadParameter(
             "records are 'off'; name a directory or URL", param_hint="'TARGET'"

@@ -182,29 +182,49 @@ def rebuild(type_name: str, values: list[Any]) -> Any:
 def equal(
     got: Any, want: Any, atol: float = 0.0, rtol: float = 0.0, anything: type | None = None
 ) -> bool:
-    """Structural equality of plain values; floats within tolerance; NaN equals NaN only
-    where the expected value is NaN. Types must match (1 != True, [1] != (1,)), except that
-    an int answer may match an expected float within tolerance. An expected value of type
-    ``anything`` (at any depth) matches every answer but None."""
+    """Python's ``==`` on plain values, as a dataset's ``assert f(x) == want`` decides it
+    (``240.0 == 240``, ``0 == False``, ``{1} == frozenset({1})``; ``[1] != (1,)``), with two
+    refinements for floats: ``atol``/``rtol`` tolerances, and NaN equal to NaN where the
+    expected value is NaN (at any depth; Python's own containers compare NaN by identity).
+    Both sides are plain builtin values decoded by the trusted side, so ``==`` here is
+    builtin ``==``: no object of the submission's takes part. An expected value of type
+    ``anything`` (at any depth) matches every answer but None. Self-contained (no other
+    name of this module): EvalPlus-style hidden test files carry its source."""
+
+    def close(g: float, w: float) -> bool:
+        if math.isnan(w) or math.isnan(g):
+            return math.isnan(w) and math.isnan(g)
+        if math.isinf(w) or math.isinf(g):
+            return w == g
+        return abs(g - w) <= max(atol, rtol * abs(w)) if (atol or rtol) else g == w
+
+    numbers = (bool, int, float, complex)
     if anything is not None and isinstance(want, anything):
         return got is not None
-    if isinstance(want, float) and type(got) in (int, float):
-        g = float(got)
-        if math.isnan(want) or math.isnan(g):
-            return math.isnan(want) and math.isnan(g)
-        if math.isinf(want) or math.isinf(g):
-            return want == g
-        return abs(g - want) <= max(atol, rtol * abs(want)) if (atol or rtol) else g == want
-    if type(got) is not type(want):
+    tw, tg = type(want), type(got)
+    if tw in numbers and tg in numbers:
+        if tw is complex or tg is complex:
+            w, g = complex(want), complex(got)
+            return close(g.real, w.real) and close(g.imag, w.imag)
+        if tw is float or tg is float:
+            try:
+                return close(float(got), float(want))
+            except OverflowError:  # an int too large for a float: exact comparison
+                return bool(got == want)
+        return bool(got == want)
+    if tw in (list, tuple):
+        return (
+            tg is tw
+            and len(got) == len(want)
+            and all(equal(g, w, atol, rtol, anything) for g, w in zip(got, want, strict=True))
+        )
+    if tw is dict:
+        return (
+            tg is dict
+            and got.keys() == want.keys()
+            and all(equal(got[k], want[k], atol, rtol, anything) for k in want)
+        )
+    try:
+        return bool(got == want)
+    except Exception:  # e.g. deep recursion on huge values: not equal rather than a crash
         return False
-    if isinstance(want, (list, tuple)):
-        return len(got) == len(want) and all(
-            equal(g, w, atol, rtol, anything) for g, w in zip(got, want, strict=True)
-        )
-    if isinstance(want, dict):
-        return got.keys() == want.keys() and all(
-            equal(got[k], want[k], atol, rtol, anything) for k in want
-        )
-    if isinstance(want, complex):
-        return equal(got.real, want.real, atol, rtol) and equal(got.imag, want.imag, atol, rtol)
-    return bool(got == want)
