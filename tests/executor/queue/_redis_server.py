@@ -67,3 +67,33 @@ class RedisServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+SRC = Path(__file__).resolve().parents[3] / "src"
+
+
+def start_worker(
+    url: str,
+    state_dir: Path,
+    *,
+    name: str,
+    backend: str = "sleeping",
+    slots: int = 1,
+    prefetch: int = 0,
+    visibility_s: float = 1.0,
+) -> subprocess.Popen[bytes]:
+    """``assay worker`` in its own process, with a backend of :mod:`_fleet_backends`."""
+    import os
+    import sys
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{SRC}{os.pathsep}{Path(__file__).parent}",
+        "ASSAY_STATE_DIR": str(state_dir),
+        "ASSAY_QUEUE_URL": url,
+        "ASSAY_LOG_LEVEL": "WARNING",
+    }
+    args = [sys.executable, "-m", "assay.cli", "worker", "--name", name]
+    args += ["--backend", f"_fleet_backends:{backend}", "--slots", str(slots)]
+    args += ["--prefetch", str(prefetch), "--visibility", str(visibility_s)]
+    return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL)

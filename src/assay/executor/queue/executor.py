@@ -195,12 +195,13 @@ class QueueExecutor:
                 self.broker.enqueue(batch_id, priority, bodies, deadline_at, self.max_depth)
                 return
             except QueueFull as full:
-                if time.monotonic() + pause > give_up or self._closed:
+                left = give_up - time.monotonic()
+                if left <= 0 or self._closed:
                     self.metrics.rejected(len(bodies))
                     raise Overloaded(
                         full.depth, self.max_depth, len(bodies), max(1.0, self.block_s)
                     ) from None
-                time.sleep(pause)
+                time.sleep(min(pause, left))
                 pause = min(0.5, pause * 2)
 
     def _follow(self, handle: BatchHandle) -> None:

@@ -105,7 +105,9 @@ class Worker:
                 got: list[Delivery] = []
                 if now >= next_claim:
                     got = self.broker.claim(self.name, self.visibility_s, free)
-                    next_claim = now + max(0.05, self.visibility_s / 4)
+                    # A full claim may have left more behind: look again next round.
+                    full = len(got) == free
+                    next_claim = now if full else now + max(0.05, self.visibility_s / 4)
                     if got:
                         self.stats["claimed"] += len(got)
                         self.metrics.broker_claimed(len(got))
