@@ -19,6 +19,9 @@ APT_OBSERVABILITY := prometheus chromium
 # runsc is gVisor. Best effort: without them the image-build and gVisor tests skip, naming
 # the package.
 APT_ENVIRONMENTS := mmdebstrap runsc
+# The queue fleet's broker (issue 33): its tests and benchmark start a real redis-server on
+# loopback. Best effort: without it those tests skip, naming the package.
+APT_QUEUE := redis-server
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
@@ -32,7 +35,7 @@ $(APT_STAMP): Makefile
 	  echo "installing Debian packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY) $(APT_ENVIRONMENTS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY) $(APT_ENVIRONMENTS) $(APT_QUEUE); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing toolchains and test servers:$$missing"; \
 	  apt-get update -qq; \

@@ -104,17 +104,25 @@ def main() -> None:
             clean_wall = time.perf_counter() - t0
             assert all(r.verdict == "ok" for r in clean)
 
+            arrivals: list[tuple[float, str]] = []
             t0 = time.perf_counter()
-            handle = ex.submit(jobs)
-            killed = added = False
+            handle = ex.submit(
+                jobs, on_result=lambda r: arrivals.append((time.perf_counter(), r.worker))
+            )
+            killed_at = added_at = None
             while not handle.wait(0.01):
-                if not killed and handle.finished >= args.jobs // 4:
+                if killed_at is None and handle.finished >= args.jobs // 4:
                     procs[0].send_signal(signal.SIGKILL)
-                    killed = True
-                if not added and handle.finished >= args.jobs // 2:
+                    killed_at = time.perf_counter()
+                if added_at is None and handle.finished >= args.jobs // 2:
                     worker("added")
-                    added = True
-            fault_wall = time.perf_counter() - t0
+                    added_at = time.perf_counter()
+            end = time.perf_counter()
+            fault_wall = end - t0
+            # Slot-seconds the fleet had: the killed worker's until its death, the added
+            # one's from its first result (it took that long to start), the others' all along.
+            joined = min((t for t, w in arrivals if w == "added"), default=end)
+            alive = (killed_at or end) - t0 + (args.workers - 1) * fault_wall + (end - joined)
             results = handle.gather(0)
             by_index = stored(server.url, handle.id)
 
@@ -147,8 +155,15 @@ def main() -> None:
         "roundtrip_ms": round(statistics.median(trips) * 1000, 2),
         "fault_jobs_per_s": round(args.jobs / fault_wall, 1),
         "throughput_ratio_with_faults": round(local_wall / fault_wall, 3),
-        "worker_killed": killed,
-        "worker_added": added,
+        # Jobs per slot-second the fleet had (a killed worker's slots are gone, an added one's
+        # come when it has started), against the local executor's: the fleet's efficiency
+        # under faults, apart from the capacity the faults took away.
+        "per_slot_ratio_with_faults": round(
+            (args.jobs / (alive * args.slots)) / (args.jobs / (slots * local_wall)), 3
+        ),
+        "worker_killed": killed_at is not None,
+        "worker_added": added_at is not None,
+        "added_worker_start_s": round(joined - added_at, 2) if added_at else None,
         "claimed_jobs": sum(r.attempts > 1 for r in results),
         "lost_jobs": args.jobs - len(done),
         "duplicated_results": len(by_index) - len(set(by_index)),

@@ -174,7 +174,9 @@ def _exec(r: ExecResult) -> dict[str, Any]:
 
 
 def _unexec(d: dict[str, Any]) -> ExecResult:
-    kw: dict[str, Any] = {name: _bytes(d[name]) if name in _BYTES_EXEC else d[name] for name in _EXEC}
+    kw: dict[str, Any] = {
+        name: _bytes(d[name]) if name in _BYTES_EXEC else d[name] for name in _EXEC
+    }
     return ExecResult(**kw, files={str(p): _bytes(b) for p, b in d["files"]})
 
 
