@@ -76,8 +76,8 @@ def test_a_job_pending_on_a_dead_worker_is_claimed_after_the_visibility_timeout(
     with QueueExecutor(broker) as ex:
         handle = ex.submit(sleeps(3))
         # A worker started the jobs and died: nothing acknowledged, nothing stored.
-        assert len(broker.start(broker.read("dead", 3, 0))) == 3
-        assert broker.start(broker.claim("other", 30.0, 3)) == []  # not idle long enough
+        assert len(broker.read("dead", 3, 0)) == 3
+        assert broker.claim("other", 30.0, 3) == []  # not idle long enough
         clock.now += 31
         f = Fleet(broker, tmp_path)
         f.start(slots=3, visibility_s=30.0)
@@ -94,7 +94,7 @@ def test_a_live_worker_keeps_a_long_job_it_touches(tmp_path: Path) -> None:
     broker = InMemoryBroker(clock)
     with QueueExecutor(broker) as ex:
         ex.submit(sleeps(1))
-        (d,) = broker.read("alive", 1, 0)
+        ((d, _),) = broker.read("alive", 1, 0)
         clock.now += 20
         broker.touch("alive", [d])
         clock.now += 20  # 40 s since it was read, 20 since it was touched
@@ -109,8 +109,10 @@ def test_a_job_that_outlived_its_workers_ends_as_sandbox_error_without_reward(
     with QueueExecutor(broker) as ex:
         handle = ex.submit(sleeps(1))
         for k in range(3):  # three workers died running it
-            got = broker.read("x", 1, 0) if k == 0 else broker.claim(f"x{k}", 1.0, 1)
-            broker.start(got)
+            if k == 0:
+                broker.read("x", 1, 0)
+            else:
+                broker.claim(f"x{k}", 1.0, 1)
             clock.now += 2
         fleet.start(visibility_s=1.0, max_attempts=3)
         (result,) = handle.gather(10)

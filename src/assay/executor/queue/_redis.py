@@ -24,7 +24,7 @@ from typing import Any
 
 from ... import defaults
 from ...errors import ConfigError
-from .broker import PRIORITIES, Delivery, QueueFull, Start, Stored
+from .broker import PRIORITIES, Delivery, QueueFull, Start, Stored, Taken
 
 GROUP = "workers"
 
@@ -51,6 +51,40 @@ end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 return new
+"""
+
+
+# Reads (mode "read") or claims (mode "claim", idle past ARGV[7] ms) up to ARGV[3] jobs, the
+# most urgent stream first, and counts an attempt of each, in one round trip: a worker that
+# dies after this leaves every job it took pending with its attempt counted.
+_TAKE = """
+local group, consumer, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local prefix, ttl, mode = ARGV[4], ARGV[5], ARGV[6]
+local out = {}
+for k = 1, #KEYS do
+  if want <= 0 then break end
+  local entries = {}
+  if mode == 'claim' then
+    entries = redis.call('XAUTOCLAIM', KEYS[k], group, consumer, ARGV[7], '0-0', 'COUNT', want)[2]
+  else
+    local got = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', want, 'STREAMS', KEYS[k], '>')
+    if got then entries = got[1][2] end
+  end
+  for _, e in ipairs(entries) do
+    if e[2] then
+      local f = {}
+      for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+      local b, idx = f['b'], f['i']
+      local att = redis.call('HINCRBY', prefix .. ':att:' .. b, idx, 1)
+      redis.call('EXPIRE', prefix .. ':att:' .. b, ttl)
+      local done = redis.call('SISMEMBER', prefix .. ':done:' .. b, idx)
+      local m = redis.call('HMGET', prefix .. ':batch:' .. b, 'cancelled', 'deadline', 'at')
+      out[#out + 1] = {k, e[1], b, idx, f['j'], att, done, m[1] or '', m[2] or '', m[3] or ''}
+      want = want - 1
+    end
+  end
+end
+return out
 """
 
 
@@ -86,8 +120,22 @@ class RedisBroker:
         except redis.RedisError as exc:
             where = url.rpartition("@")[2]  # never the token
             raise ConfigError(f"cannot use the Redis at {where}: {exc}") from None
-        self._enqueue = self._redis.register_script(_ENQUEUE)
-        self._finish = self._redis.register_script(_FINISH)
+        self._noscript = redis.exceptions.NoScriptError
+        self._sha: dict[str, str] = {}
+        self._load_scripts()
+
+    def _load_scripts(self) -> None:
+        """Load the Lua scripts (again after a Redis restart forgot them): calls send only
+        their SHA, and a pipeline of them needs no SCRIPT EXISTS round trip first."""
+        for name, source in (("enqueue", _ENQUEUE), ("finish", _FINISH), ("take", _TAKE)):
+            self._sha[name] = self._redis.script_load(source)
+
+    def _eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return self._redis.evalsha(self._sha[name], len(keys), *keys, *args)
+        except self._noscript:
+            self._load_scripts()
+            return self._redis.evalsha(self._sha[name], len(keys), *keys, *args)
 
     def _stream(self, priority: str) -> str:
         return f"{self._p}:jobs:{priority}"
@@ -109,7 +157,7 @@ class RedisBroker:
         keys += [self._stream(p) for p in PRIORITIES]
         args: list[Any] = [max_depth, defaults.QUEUE_RESULT_TTL_S]
         args += ["" if deadline_at is None else repr(deadline_at), repr(time.time()), batch_id]
-        depth = int(self._enqueue(keys=keys, args=args + bodies))
+        depth = int(self._eval("enqueue", keys, args + bodies))
         if depth >= 0:
             raise QueueFull(depth, len(bodies), max_depth)
 
@@ -124,41 +172,36 @@ class RedisBroker:
         pipe.expire(key, defaults.QUEUE_RESULT_TTL_S)
         pipe.execute()
 
-    @staticmethod
-    def _deliveries(priority: str, entries: list[Any]) -> list[Delivery]:
+    def _take(self, consumer: str, count: int, mode: str, min_idle_ms: int = 0) -> list[Taken]:
+        keys = [self._stream(p) for p in PRIORITIES]
+        args = [GROUP, consumer, count, self._p, defaults.QUEUE_RESULT_TTL_S, mode, min_idle_ms]
         out = []
-        for mid, f in entries:
-            if f:  # an entry deleted after it was read has no fields
-                out.append(Delivery(priority, _s(mid), _s(f[b"b"]), int(f[b"i"]), f[b"j"]))
+        for k, mid, b, idx, body, att, done, cancelled, deadline, at in self._eval(
+            "take", keys, args
+        ):
+            d = Delivery(PRIORITIES[int(k) - 1], _s(mid), _s(b), int(idx), body)
+            out.append((d, _start(int(att), int(done), cancelled, deadline, at)))
         return out
 
-    def read(self, consumer: str, count: int, block_s: float) -> list[Delivery]:
-        out: list[Delivery] = []
-        for p in PRIORITIES:  # the most urgent class first, each only for what is left
-            got = self._redis.xreadgroup(GROUP, consumer, {self._stream(p): ">"}, count - len(out))
-            for _, entries in got or []:
-                out += self._deliveries(p, entries)
-            if len(out) >= count:
-                return out
-        if out or block_s <= 0:
-            return out
+    def read(self, consumer: str, count: int, block_s: float) -> list[Taken]:
+        taken = self._take(consumer, count, "read")
+        if taken or block_s <= 0:
+            return taken
+        # Nothing queued: wait on every class at once (a script cannot block), then count
+        # the attempts of what came.
         streams = {self._stream(p): ">" for p in PRIORITIES}
         got = self._redis.xreadgroup(GROUP, consumer, streams, count, block=int(block_s * 1000))
         by_stream = {self._stream(p): p for p in PRIORITIES}
+        deliveries = []
         for name, entries in got or []:
-            out += self._deliveries(by_stream[_s(name)], entries)
-        return out
+            for mid, f in entries:
+                if f:
+                    p = by_stream[_s(name)]
+                    deliveries.append(Delivery(p, _s(mid), _s(f[b"b"]), int(f[b"i"]), f[b"j"]))
+        return self._start(deliveries) if deliveries else []
 
-    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Delivery]:
-        out: list[Delivery] = []
-        for p in PRIORITIES:
-            if len(out) >= count:
-                break
-            reply = self._redis.xautoclaim(
-                self._stream(p), GROUP, consumer, int(min_idle_s * 1000), "0-0", count - len(out)
-            )
-            out += self._deliveries(p, reply[1])
-        return out
+    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Taken]:
+        return self._take(consumer, count, "claim", int(min_idle_s * 1000))
 
     def touch(self, consumer: str, deliveries: list[Delivery]) -> None:
         if not deliveries:
@@ -170,29 +213,19 @@ class RedisBroker:
                 pipe.xclaim(self._stream(p), GROUP, consumer, 0, ids, justid=True)
         pipe.execute()
 
-    def start(self, deliveries: list[Delivery]) -> list[Start]:
+    def _start(self, deliveries: list[Delivery]) -> list[Taken]:
         pipe = self._redis.pipeline(transaction=False)
-        batches = sorted({d.batch_id for d in deliveries})
         for d in deliveries:
             pipe.hincrby(self._key("att", d.batch_id), str(d.index), 1)
+            pipe.expire(self._key("att", d.batch_id), defaults.QUEUE_RESULT_TTL_S)
             pipe.sismember(self._key("done", d.batch_id), str(d.index))
-        for b in batches:
-            pipe.expire(self._key("att", b), defaults.QUEUE_RESULT_TTL_S)
-            pipe.hmget(self._key("batch", b), ["cancelled", "deadline", "at"])
+            pipe.hmget(self._key("batch", d.batch_id), ["cancelled", "deadline", "at"])
         replies = pipe.execute()
-        n = 2 * len(deliveries)
-        meta = {b: replies[n + 2 * k + 1] for k, b in enumerate(batches)}
         out = []
         for k, d in enumerate(deliveries):
-            cancelled, deadline, at = meta[d.batch_id]
+            att, _, done, (cancelled, deadline, at) = replies[4 * k : 4 * k + 4]
             out.append(
-                Start(
-                    attempt=int(replies[2 * k]),
-                    cancelled=cancelled is not None,
-                    deadline_at=float(deadline) if deadline else None,
-                    submitted_at=float(at) if at else 0.0,
-                    done=bool(replies[2 * k + 1]),
-                )
+                (d, _start(int(att), int(done), cancelled or b"", deadline or b"", at or b""))
             )
         return out
 
@@ -202,8 +235,13 @@ class RedisBroker:
             keys = [self._stream(d.priority), self._key("done", d.batch_id)]
             keys.append(self._key("out", d.batch_id))
             args: list[Any] = [GROUP, d.message_id, d.index, body, defaults.QUEUE_RESULT_TTL_S]
-            self._finish(keys=keys, args=args, client=pipe)
-        return [bool(r) for r in pipe.execute()]
+            pipe.evalsha(self._sha["finish"], len(keys), *keys, *args)
+        try:
+            replies = pipe.execute()
+        except self._noscript:  # Redis restarted: nothing of this pipeline ran
+            self._load_scripts()
+            return self.finish(results)
+        return [bool(r) for r in replies]
 
     def results(self, cursors: dict[str, str], block_s: float) -> list[Stored]:
         if not cursors:
@@ -237,3 +275,14 @@ class RedisBroker:
 
     def close(self) -> None:
         self._redis.close()
+
+
+def _start(att: int, done: int, cancelled: bytes, deadline: bytes, at: bytes) -> Start:
+    """A :class:`Start` from the batch hash's fields (empty when absent)."""
+    return Start(
+        attempt=att,
+        cancelled=bool(cancelled),
+        deadline_at=float(deadline) if deadline else None,
+        submitted_at=float(at) if at else 0.0,
+        done=bool(done),
+    )

@@ -70,6 +70,10 @@ class Start:
     done: bool
 
 
+#: A job as a worker takes it: the message, and what its taking counted and read.
+Taken = tuple[Delivery, Start]
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A result as stored: ``cursor`` resumes reading the batch's results after it."""
@@ -102,20 +106,18 @@ class Broker(Protocol):
     def cancel(self, batch_id: str) -> None:
         """Mark the batch cancelled: workers answer its unstarted jobs ``cancelled``."""
 
-    def read(self, consumer: str, count: int, block_s: float) -> list[Delivery]:
-        """Up to ``count`` new jobs, the most urgent class first; waits up to ``block_s``
-        for the first when there is none."""
+    def read(self, consumer: str, count: int, block_s: float) -> list[Taken]:
+        """Up to ``count`` new jobs, the most urgent class first, each with an attempt
+        counted and its batch's state (:class:`Start`); waits up to ``block_s`` for the
+        first when there is none."""
 
-    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Delivery]:
-        """Up to ``count`` jobs pending on any worker for ``min_idle_s`` or longer, now
-        pending on ``consumer`` (a worker that died or stalled)."""
+    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Taken]:
+        """Up to ``count`` jobs pending on any worker for ``min_idle_s`` or longer (a
+        worker that died or stalled), now pending on ``consumer``, as :meth:`read`."""
 
     def touch(self, consumer: str, deliveries: list[Delivery]) -> None:
         """Reset the idle time of jobs ``consumer`` still runs, so none is claimed while
         its worker lives (however long the job)."""
-
-    def start(self, deliveries: list[Delivery]) -> list[Start]:
-        """Count an attempt of each delivery and read its batch's state."""
 
     def finish(self, results: list[tuple[Delivery, bytes]]) -> list[bool]:
         """Store each result unless its job has one, then acknowledge the job (one atomic
@@ -203,7 +205,7 @@ class InMemoryBroker:
         batch_id, index, body = self._jobs[priority][mid]
         return Delivery(priority, mid, batch_id, index, body)
 
-    def read(self, consumer: str, count: int, block_s: float) -> list[Delivery]:
+    def read(self, consumer: str, count: int, block_s: float) -> list[Taken]:
         with self._cond:
             if not any(self._unread.values()):
                 self._cond.wait(block_s)
@@ -211,9 +213,9 @@ class InMemoryBroker:
             for p in PRIORITIES:
                 while self._unread[p] and len(out) < count:
                     out.append(self._delivery(p, self._unread[p].popleft(), consumer))
-            return out
+            return self._start(out)
 
-    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Delivery]:
+    def claim(self, consumer: str, min_idle_s: float, count: int) -> list[Taken]:
         with self._cond:
             now = self._clock()
             out: list[Delivery] = []
@@ -223,7 +225,7 @@ class InMemoryBroker:
                     if len(out) < count and pend is not None and now - pend.since >= min_idle_s:
                         out.append(self._delivery(p, mid, consumer))
             self.claims += len(out)
-            return out
+            return self._start(out)
 
     def touch(self, consumer: str, deliveries: list[Delivery]) -> None:
         with self._cond:
@@ -232,21 +234,20 @@ class InMemoryBroker:
                 if pend is not None:
                     self._pending[d.message_id] = _Pending(consumer, self._clock())
 
-    def start(self, deliveries: list[Delivery]) -> list[Start]:
+    def _start(self, deliveries: list[Delivery]) -> list[Taken]:
         with self._cond:
             out = []
             for d in deliveries:
                 b = self._batches[d.batch_id]
                 b.attempts[d.index] = b.attempts.get(d.index, 0) + 1
-                out.append(
-                    Start(
-                        b.attempts[d.index],
-                        b.cancelled,
-                        b.deadline_at,
-                        b.submitted_at,
-                        d.index in b.done,
-                    )
+                start = Start(
+                    b.attempts[d.index],
+                    b.cancelled,
+                    b.deadline_at,
+                    b.submitted_at,
+                    d.index in b.done,
                 )
+                out.append((d, start))
             return out
 
     def finish(self, results: list[tuple[Delivery, bytes]]) -> list[bool]:

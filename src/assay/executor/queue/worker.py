@@ -2,7 +2,7 @@
 
 The loop keeps at most ``slots + prefetch`` jobs in hand. Each round it claims jobs another
 worker left idle past the visibility timeout (that worker died or stalled), reads new ones
-(the most urgent class first), counts an attempt of each (:meth:`Broker.start`) and submits
+(the most urgent class first), each with an attempt counted as it is taken, and submits
 it to its :class:`~assay.executor.LocalExecutor`, which runs it with the local executor's
 own rules (retries of ``sandbox_error``, the result cache, records, metrics). A finisher
 thread stores each result and acknowledges its job in one atomic step per job, many jobs per
@@ -33,7 +33,7 @@ from ...telemetry import Metrics
 from ..local import LocalExecutor
 from ..types import JobResult, Outcome
 from ._wire import Malformed, decode_job, encode_result
-from .broker import Broker, Delivery, Start
+from .broker import Broker, Delivery, Start, Taken
 
 log = logging.getLogger("assay.executor.queue")
 
@@ -102,7 +102,7 @@ class Worker:
                     next_touch = now + self.visibility_s / 3
                 if free <= 0 or self._stop.is_set():
                     continue
-                got: list[Delivery] = []
+                got: list[Taken] = []
                 if now >= next_claim:
                     got = self.broker.claim(self.name, self.visibility_s, free)
                     # A full claim may have left more behind: look again next round.
@@ -129,30 +129,21 @@ class Worker:
         finisher.join()
 
     # -- taking jobs ------------------------------------------------------------------------
-    def _take(self, deliveries: list[Delivery]) -> None:
+    def _take(self, taken: list[Taken]) -> None:
         with self._cond:
-            fresh = [d for d in deliveries if d.message_id not in self._inflight]
-            for d in fresh:
+            fresh = [(d, s) for d, s in taken if d.message_id not in self._inflight]
+            for d, _ in fresh:
                 self._inflight[d.message_id] = d
-        if not fresh:
-            return
-        starts = self.broker.start(fresh)
-        taken = time.time()
-        for d, s in zip(fresh, starts, strict=True):
-            why = self._unrunnable(d, s, taken)
-            if why is not None:
-                outcome, reason = why
-                verdict = "sandbox_error" if outcome == "done" else None
-                self._answer(
-                    d,
-                    s,
-                    JobResult(
-                        index=d.index, job_id="", outcome=outcome, verdict=verdict, reason=reason
-                    ),
-                    taken,
-                )
+        now = time.time()
+        for d, s in fresh:
+            why = self._unrunnable(d, s, now)
+            if why is None:
+                self._submit(d, s, now)
                 continue
-            self._submit(d, s, taken)
+            outcome, reason = why
+            verdict = "sandbox_error" if outcome == "done" else None
+            result = JobResult(index=0, job_id="", outcome=outcome, verdict=verdict, reason=reason)
+            self._answer(d, s, result, now)
 
     def _unrunnable(self, d: Delivery, s: Start, now: float) -> tuple[Outcome, str] | None:
         if s.done:
