@@ -31,7 +31,7 @@ from ...errors import AssayError
 from ...scheduler import HIGH, LOW, NORMAL
 from ...telemetry import Metrics
 from ..local import LocalExecutor
-from ..types import JobResult, Outcome
+from ..types import Job, JobResult, Outcome
 from ._wire import Malformed, decode_job, encode_result
 from .broker import Broker, Delivery, Start, Taken
 
@@ -135,15 +135,29 @@ class Worker:
             for d, _ in fresh:
                 self._inflight[d.message_id] = d
         now = time.time()
+        #: Jobs to run, grouped into one local batch per (class, stop rule, fleet batch).
+        groups: dict[tuple[str, bool, str], list[tuple[Delivery, Start, Job]]] = {}
         for d, s in fresh:
             why = self._unrunnable(d, s, now)
-            if why is None:
-                self._submit(d, s, now)
+            if why is not None:
+                self._unrun(d, s, why, now)
                 continue
-            outcome, reason = why
-            verdict = "sandbox_error" if outcome == "done" else None
-            result = JobResult(index=0, job_id="", outcome=outcome, verdict=verdict, reason=reason)
-            self._answer(d, s, result, now)
+            try:
+                job, stop_on_failure = decode_job(d.body)
+            except Malformed as exc:
+                self._unrun(d, s, ("done", f"this worker could not read the job: {exc}"), now)
+                continue
+            groups.setdefault((d.priority, stop_on_failure, d.batch_id), []).append((d, s, job))
+        for (priority, stop_on_failure, batch_id), entries in groups.items():
+            self._submit(entries, priority, stop_on_failure, batch_id, now)
+
+    def _unrun(self, d: Delivery, s: Start, why: tuple[Outcome, str], now: float) -> None:
+        """A job that does not reach the program still gets its one result: ``cancelled``
+        or ``deadline``, else ``sandbox_error`` (never the program's fault, no reward)."""
+        outcome, reason = why
+        verdict = "sandbox_error" if outcome == "done" else None
+        r = JobResult(index=0, job_id="", outcome=outcome, verdict=verdict, reason=reason[:500])
+        self._answer(d, s, r, now)
 
     def _unrunnable(self, d: Delivery, s: Start, now: float) -> tuple[Outcome, str] | None:
         if s.done:
@@ -159,29 +173,36 @@ class Worker:
             )
         return None
 
-    def _submit(self, d: Delivery, s: Start, taken: float) -> None:
+    def _submit(
+        self,
+        entries: list[tuple[Delivery, Start, Job]],
+        priority: str,
+        stop_on_failure: bool,
+        batch_id: str,
+        taken: float,
+    ) -> None:
+        def deliver(r: JobResult) -> None:
+            d, s, _ = entries[r.index]
+            self._answer(d, s, r, taken)
+
         try:
-            job, stop_on_failure = decode_job(d.body)
             self.executor.submit(
-                [job],
-                priority=_PRIORITY[d.priority],
-                caller=d.batch_id,
+                [job for _, _, job in entries],
+                priority=_PRIORITY[priority],
+                caller=batch_id,
                 stop_on_failure=stop_on_failure,
-                on_result=lambda r: self._answer(d, s, r, taken),
+                on_result=deliver,
             )
-        except (Malformed, AssayError) as exc:
-            # A job this worker cannot run (a bad message, a language whose toolchain this
-            # host lacks): the environment's fault as far as the program is concerned.
+        except AssayError as exc:
+            if len(entries) > 1:  # find the job at fault: the others run
+                for entry in entries:
+                    self._submit([entry], priority, stop_on_failure, batch_id, taken)
+                return
+            # A job this worker cannot run (a language whose toolchain this host lacks):
+            # the environment's fault as far as the program is concerned.
+            d, s, _ = entries[0]
             log.warning("worker %s: job %s-%d not run: %s", self.name, d.batch_id, d.index, exc)
-            reason = f"this worker could not run the job: {exc}"[:500]
-            self._answer(
-                d,
-                s,
-                JobResult(
-                    index=0, job_id="", outcome="done", verdict="sandbox_error", reason=reason
-                ),
-                taken,
-            )
+            self._unrun(d, s, ("done", f"this worker could not run the job: {exc}"), taken)
 
     def _answer(self, d: Delivery, s: Start, r: JobResult, taken: float) -> None:
         """``r`` (the local executor's, or one made here) as the job's result in the fleet:
