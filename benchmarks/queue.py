@@ -2,6 +2,7 @@
 started on loopback, with ``assay worker`` processes on this machine. Ends with one JSON line.
 
     .venv/bin/python benchmarks/queue.py [--jobs 2000] [--workers 3] [--slots 2] [--job-ms 20]
+                                         [--rounds 3]
 
 Jobs are runs of a backend that sleeps ``job-ms`` (tests/executor/queue/_fleet_backends.py):
 what is measured is what the fleet adds around a job (encode, broker, worker loop, store,
@@ -9,8 +10,10 @@ collect), not the sandbox, which is the same code on both sides.
 
 1. **Baseline**: a ``LocalExecutor`` with ``workers x slots`` slots runs the batch.
 2. **Clean fleet**: ``workers`` workers of ``slots`` slots each run it through Redis.
-   ``throughput_ratio`` = fleet jobs/s over local jobs/s; ``overhead_ms_per_job`` =
-   ``(fleet wall - local wall) x slots / jobs``: the slot time the fleet costs per job.
+   ``throughput_ratio`` = fleet jobs/s over local jobs/s (median over ``rounds`` rounds
+   that alternate the two, so the shared machine's load touches both alike);
+   ``overhead_ms_per_job`` = ``(fleet wall - local wall) x slots / jobs`` (medians): the
+   slot time the fleet costs per job.
 3. **Faults**: the batch again; a worker is SIGKILLed once a quarter of the results are in
    (its jobs in hand are claimed after the visibility timeout) and another worker is added
    at half. ``lost_jobs`` (an index without a result) and ``duplicated_results`` (a job
@@ -71,18 +74,21 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--slots", type=int, default=2, help="slots per worker")
     ap.add_argument("--job-ms", type=float, default=20.0)
+    ap.add_argument("--rounds", type=int, default=3, help="local and fleet runs, alternating")
     args = ap.parse_args()
     slots = args.workers * args.slots
     jobs = [RunJob(f"{args.job_ms / 1000}") for _ in range(args.jobs)]
     tmp = Path(tempfile.mkdtemp(prefix="assay-queue-bench-"))
     load_before = os.getloadavg()
 
-    with LocalExecutor(backend=sleeping(), slots=slots, state_dir=tmp) as local:
+    def timed(ex: LocalExecutor | QueueExecutor) -> float:
         t0 = time.perf_counter()
-        local_results = local.run(jobs)
-        local_wall = time.perf_counter() - t0
-    assert all(r.verdict == "ok" for r in local_results)
+        results = ex.run(jobs)
+        wall = time.perf_counter() - t0
+        assert all(r.verdict == "ok" for r in results)
+        return wall
 
+    local = LocalExecutor(backend=sleeping(), slots=slots, state_dir=tmp)
     server = RedisServer(tmp, password="bench-token")
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -99,10 +105,13 @@ def main() -> None:
             worker(f"w{i}")
         with QueueExecutor(server.url, max_depth=max(10_000, 2 * args.jobs)) as ex:
             wait_workers(ex, args.workers, 2 * args.slots)
-            t0 = time.perf_counter()
-            clean = ex.run(jobs)
-            clean_wall = time.perf_counter() - t0
-            assert all(r.verdict == "ok" for r in clean)
+            # Rounds alternate the two, so a change in the machine's load touches both.
+            local_walls, clean_walls = [], []
+            for _ in range(args.rounds):
+                local_walls.append(timed(local))
+                clean_walls.append(timed(ex))
+            local_wall = statistics.median(local_walls)
+            clean_wall = statistics.median(clean_walls)
 
             arrivals: list[tuple[float, str]] = []
             t0 = time.perf_counter()
@@ -141,6 +150,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
         server.stop()
+        local.close()
 
     done = {r.index for r in results if r.outcome == "done" and r.verdict == "ok"}
     out = {
@@ -150,7 +160,12 @@ def main() -> None:
         "job_ms": args.job_ms,
         "local_jobs_per_s": round(args.jobs / local_wall, 1),
         "queue_jobs_per_s": round(args.jobs / clean_wall, 1),
-        "throughput_ratio": round(local_wall / clean_wall, 3),
+        "throughput_ratio": round(
+            statistics.median(a / b for a, b in zip(local_walls, clean_walls, strict=True)), 3
+        ),
+        "throughput_ratio_rounds": [
+            round(a / b, 3) for a, b in zip(local_walls, clean_walls, strict=True)
+        ],
         "overhead_ms_per_job": round((clean_wall - local_wall) * slots / args.jobs * 1000, 3),
         "roundtrip_ms": round(statistics.median(trips) * 1000, 2),
         "fault_jobs_per_s": round(args.jobs / fault_wall, 1),
