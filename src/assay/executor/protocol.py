@@ -8,24 +8,30 @@ that only submits batches (the trainer integrations) takes any of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
-from ..scheduler import NORMAL
 from .batch import BatchHandle, Callback
+from .local import LocalExecutor
 from .types import Job, JobResult
 
 
+class SubmitOptions(TypedDict, total=False):
+    """The keywords of ``submit`` (each optional; the executor's defaults in brackets)."""
+
+    #: The scheduler's priority class (``assay.scheduler`` HIGH 0, [NORMAL 1], LOW 2).
+    priority: int
+    #: Seconds until unfinished jobs end ``deadline`` with no reward [none].
+    deadline_s: float | None
+    #: The fairness key between callers ["default"].
+    caller: str
+    #: A submission's judging stops at its first failed test [False].
+    stop_on_failure: bool
+    #: Called with each result as it arrives [none].
+    on_result: Callback | None
+
+
 class Executor(Protocol):
-    def submit(
-        self,
-        jobs: Sequence[Job],
-        *,
-        priority: int = NORMAL,
-        deadline_s: float | None = None,
-        caller: str = "default",
-        stop_on_failure: bool = False,
-        on_result: Callback | None = None,
-    ) -> BatchHandle:
+    def submit(self, jobs: Sequence[Job], **options: Unpack[SubmitOptions]) -> BatchHandle:
         """Queue a batch; its results stream from the handle as jobs finish."""
 
     def run(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
@@ -34,3 +40,7 @@ class Executor(Protocol):
     async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]: ...
 
     def close(self) -> None: ...
+
+
+def _local_is_an_executor(ex: LocalExecutor) -> Executor:
+    return ex  # mypy checks here that the local executor offers this API

@@ -15,6 +15,7 @@ from _fleet_backends import RAN, broken, recording, sleeping
 from assay import LocalExecutor, Overloaded, RunJob, ValidationError
 from assay.executor.queue import InMemoryBroker, QueueExecutor, Worker
 from assay.executor.queue._wire import decode_result, encode_job
+from assay.executor.queue.broker import NewBatch
 from assay.scheduler import HIGH, LOW
 
 
@@ -198,7 +199,8 @@ def test_collecting_an_unknown_batch_names_it(fleet: Fleet) -> None:
 
 
 def test_a_malformed_message_is_a_sandbox_error_not_a_crash(fleet: Fleet) -> None:
-    fleet.broker.enqueue("b", "normal", [b'{"k": "r"}', encode_job(RunJob("0"), False)], None, 99)
+    bodies = [b'{"k": "r"}', encode_job(RunJob("0"), False)]
+    fleet.broker.enqueue(NewBatch("b", "normal", bodies), 99)
     fleet.start()
     with QueueExecutor(fleet.broker) as ex:
         results = ex.collect("b").gather(10)

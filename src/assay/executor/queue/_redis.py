@@ -24,7 +24,7 @@ from typing import Any
 
 from ... import defaults
 from ...errors import ConfigError
-from .broker import PRIORITIES, Delivery, QueueFull, Start, Stored, Taken
+from .broker import PRIORITIES, Delivery, NewBatch, QueueFull, Start, Stored, Taken
 
 GROUP = "workers"
 
@@ -143,23 +143,17 @@ class RedisBroker:
     def _key(self, kind: str, batch_id: str) -> str:
         return f"{self._p}:{kind}:{batch_id}"
 
-    def enqueue(
-        self,
-        batch_id: str,
-        priority: str,
-        bodies: list[bytes],
-        deadline_at: float | None,
-        max_depth: int,
-    ) -> None:
+    def enqueue(self, batch: NewBatch, max_depth: int) -> None:
         import time
 
-        keys = [self._stream(priority), self._key("batch", batch_id)]
+        keys = [self._stream(batch.priority), self._key("batch", batch.id)]
         keys += [self._stream(p) for p in PRIORITIES]
+        deadline = "" if batch.deadline_at is None else repr(batch.deadline_at)
         args: list[Any] = [max_depth, defaults.QUEUE_RESULT_TTL_S]
-        args += ["" if deadline_at is None else repr(deadline_at), repr(time.time()), batch_id]
-        depth = int(self._eval("enqueue", keys, args + bodies))
+        args += [deadline, repr(time.time()), batch.id]
+        depth = int(self._eval("enqueue", keys, args + batch.bodies))
         if depth >= 0:
-            raise QueueFull(depth, len(bodies), max_depth)
+            raise QueueFull(depth, len(batch.bodies), max_depth)
 
     def batch_size(self, batch_id: str) -> int | None:
         size = self._redis.hget(self._key("batch", batch_id), "size")

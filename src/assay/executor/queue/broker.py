@@ -47,6 +47,17 @@ class QueueFull(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class NewBatch:
+    """A batch as the producer queues it: its jobs' encoded bodies, in index order."""
+
+    id: str
+    priority: str
+    bodies: list[bytes]
+    #: Epoch seconds after which workers answer its unstarted jobs ``deadline``.
+    deadline_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """One job handed to a worker (read for the first time, or claimed from another)."""
 
@@ -88,14 +99,7 @@ class Broker(Protocol):
     """What the producer (:class:`~assay.executor.queue.QueueExecutor`) and the workers
     need from a message broker."""
 
-    def enqueue(
-        self,
-        batch_id: str,
-        priority: str,
-        bodies: list[bytes],
-        deadline_at: float | None,
-        max_depth: int,
-    ) -> None:
+    def enqueue(self, batch: NewBatch, max_depth: int) -> None:
         """Record the batch and queue its jobs (indices 0..n-1), all or none: raises
         :class:`QueueFull` when the unfinished jobs of every class plus these would pass
         ``max_depth``."""
@@ -171,23 +175,16 @@ class InMemoryBroker:
         self._batches: dict[str, _Batch] = {}
         self.claims = 0
 
-    def enqueue(
-        self,
-        batch_id: str,
-        priority: str,
-        bodies: list[bytes],
-        deadline_at: float | None,
-        max_depth: int,
-    ) -> None:
+    def enqueue(self, batch: NewBatch, max_depth: int) -> None:
         with self._cond:
             depth = sum(len(j) for j in self._jobs.values())
-            if depth + len(bodies) > max_depth:
-                raise QueueFull(depth, len(bodies), max_depth)
-            self._batches[batch_id] = _Batch(len(bodies), deadline_at, time.time())
-            for i, body in enumerate(bodies):
+            if depth + len(batch.bodies) > max_depth:
+                raise QueueFull(depth, len(batch.bodies), max_depth)
+            self._batches[batch.id] = _Batch(len(batch.bodies), batch.deadline_at, time.time())
+            for i, body in enumerate(batch.bodies):
                 mid = str(next(self._ids))
-                self._jobs[priority][mid] = (batch_id, i, body)
-                self._unread[priority].append(mid)
+                self._jobs[batch.priority][mid] = (batch.id, i, body)
+                self._unread[batch.priority].append(mid)
             self._cond.notify_all()
 
     def batch_size(self, batch_id: str) -> int | None:

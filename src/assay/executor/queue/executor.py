@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from ... import defaults
 from ...errors import ClosedError, Overloaded, ValidationError
@@ -31,10 +31,10 @@ from ...telemetry import Metrics
 from .._deadlines import Reaper
 from ..backend import InMemoryBackend
 from ..batch import BatchHandle, Callback, ended
-from ..protocol import Executor
+from ..protocol import Executor, SubmitOptions
 from ..types import Execution, Job, JobResult, Outcome
 from ._wire import decode_result, encode_job
-from .broker import Broker, QueueFull, priority_class
+from .broker import Broker, NewBatch, QueueFull, priority_class
 
 log = logging.getLogger("assay.executor.queue")
 
@@ -95,21 +95,17 @@ class QueueExecutor:
         self._collector.start()
 
     # -- public API -------------------------------------------------------------------------
-    def submit(
-        self,
-        jobs: Sequence[Job],
-        *,
-        priority: int = NORMAL,
-        deadline_s: float | None = None,
-        caller: str = "default",
-        stop_on_failure: bool = False,
-        on_result: Callback | None = None,
-    ) -> BatchHandle:
+    def submit(self, jobs: Sequence[Job], **options: Unpack[SubmitOptions]) -> BatchHandle:
         """Queue a batch on the broker; results stream from the returned handle (its ``id``
         is the batch id :meth:`collect` takes). Raises :class:`ValidationError` naming
         ``jobs[i]`` for a bad job, and :class:`~assay.errors.Overloaded` (nothing queued)
-        when the broker stays too deep for ``block_s``. ``caller`` is accepted for the
-        executor API; fairness between callers is each worker's."""
+        when the broker stays too deep for ``block_s``. The options are the local
+        executor's (:class:`~assay.executor.protocol.SubmitOptions`); ``caller`` is accepted
+        for that API, fairness between callers being each worker's."""
+        priority = options.get("priority", NORMAL)
+        deadline_s = options.get("deadline_s")
+        stop_on_failure = options.get("stop_on_failure", False)
+        on_result = options.get("on_result")
         if self._closed:
             raise ClosedError("executor is closed")
         if deadline_s is not None and not deadline_s > 0:
@@ -193,7 +189,9 @@ class QueueExecutor:
         pause = 0.01
         while True:
             try:
-                self.broker.enqueue(batch_id, priority, bodies, deadline_at, self.max_depth)
+                self.broker.enqueue(
+                    NewBatch(batch_id, priority, bodies, deadline_at), self.max_depth
+                )
                 return
             except QueueFull as full:
                 left = give_up - time.monotonic()
