@@ -25,30 +25,41 @@ ROOT = Path(__file__).resolve().parents[2]
 QUEUE = ROOT / "deploy" / "queue"
 
 _NAMED = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}
-DEPLOYMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "apps/v1"},
-        "kind": {"const": "Deployment"},
-        "metadata": _NAMED,
-        "spec": {
-            "type": "object",
-            "required": ["selector", "template"],
-            "additionalProperties": False,
-            "properties": {
-                "replicas": {"type": "integer", "minimum": 0},
-                "selector": {"type": "object", "required": ["matchLabels"]},
-                "template": {"type": "object", "required": ["metadata", "spec"]},
-                "strategy": {"type": "object"},
-                "minReadySeconds": {"type": "integer"},
-                "revisionHistoryLimit": {"type": "integer"},
-                "progressDeadlineSeconds": {"type": "integer"},
-                "paused": {"type": "boolean"},
-            },
+
+
+def resource(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A Kubernetes object's schema: ``spec``'s own fields only (unknown ones are errors,
+    so a misspelt field fails here instead of being dropped by the API server)."""
+    spec = {"type": "object", "additionalProperties": False, **spec}
+    return {
+        "type": "object",
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": {"const": api_version},
+            "kind": {"const": kind},
+            "metadata": _NAMED,
+            "spec": spec,
+        },
+    }
+
+
+DEPLOYMENT_SCHEMA = resource(
+    "apps/v1",
+    "Deployment",
+    {
+        "required": ["selector", "template"],
+        "properties": {
+            "replicas": {"type": "integer", "minimum": 0},
+            "selector": {"type": "object", "required": ["matchLabels"]},
+            "template": {"type": "object", "required": ["metadata", "spec"]},
+            "strategy": {"type": "object"},
+            "minReadySeconds": {"type": "integer"},
+            "revisionHistoryLimit": {"type": "integer"},
+            "progressDeadlineSeconds": {"type": "integer"},
+            "paused": {"type": "boolean"},
         },
     },
-}
+)
 _TRIGGER = {
     "type": "object",
     "required": ["type", "metadata"],
@@ -62,33 +73,26 @@ _TRIGGER = {
         "useCachedMetrics": {"type": "boolean"},
     },
 }
-#: keda.sh/v1alpha1 ScaledObject (KEDA 2.x), unknown fields refused.
-SCALEDOBJECT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["apiVersion", "kind", "metadata", "spec"],
-    "properties": {
-        "apiVersion": {"const": "keda.sh/v1alpha1"},
-        "kind": {"const": "ScaledObject"},
-        "metadata": _NAMED,
-        "spec": {
-            "type": "object",
-            "required": ["scaleTargetRef", "triggers"],
-            "additionalProperties": False,
-            "properties": {
-                "scaleTargetRef": _NAMED,
-                "pollingInterval": {"type": "integer"},
-                "cooldownPeriod": {"type": "integer"},
-                "initialCooldownPeriod": {"type": "integer"},
-                "idleReplicaCount": {"type": "integer"},
-                "minReplicaCount": {"type": "integer"},
-                "maxReplicaCount": {"type": "integer"},
-                "fallback": {"type": "object"},
-                "advanced": {"type": "object"},
-                "triggers": {"type": "array", "minItems": 1, "items": _TRIGGER},
-            },
+#: keda.sh/v1alpha1 ScaledObject (KEDA 2.x).
+SCALEDOBJECT_SCHEMA = resource(
+    "keda.sh/v1alpha1",
+    "ScaledObject",
+    {
+        "required": ["scaleTargetRef", "triggers"],
+        "properties": {
+            "scaleTargetRef": _NAMED,
+            "pollingInterval": {"type": "integer"},
+            "cooldownPeriod": {"type": "integer"},
+            "initialCooldownPeriod": {"type": "integer"},
+            "idleReplicaCount": {"type": "integer"},
+            "minReplicaCount": {"type": "integer"},
+            "maxReplicaCount": {"type": "integer"},
+            "fallback": {"type": "object"},
+            "advanced": {"type": "object"},
+            "triggers": {"type": "array", "minItems": 1, "items": _TRIGGER},
         },
     },
-}
+)
 #: The redis-streams scaler's metadata (KEDA docs), all strings.
 REDIS_STREAMS_KEYS = {
     "address", "host", "port", "addresses", "hosts", "ports", "stream", "consumerGroup",

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol, TypedDict, Unpack
 
 from .batch import BatchHandle, Callback
-from .local import LocalExecutor
 from .types import Job, JobResult
 
 
@@ -42,5 +41,17 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
-def _local_is_an_executor(ex: LocalExecutor) -> Executor:
-    return ex  # mypy checks here that the local executor offers this API
+class BatchRuns:
+    """``run`` and ``run_async`` of an executor, from its ``submit`` (one definition for
+    every executor, so they cannot drift apart)."""
+
+    def submit(self, jobs: Sequence[Job], **options: Unpack[SubmitOptions]) -> BatchHandle:
+        raise NotImplementedError
+
+    def run(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
+        """Submit and wait: results in submission order."""
+        return self.submit(jobs, **kw).gather()
+
+    async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
+        """:meth:`run` without blocking the event loop."""
+        return await self.submit(jobs, **kw).gather_async()

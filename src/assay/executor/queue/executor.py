@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any, Unpack
+from typing import Unpack
 
 from ... import defaults
 from ...errors import ClosedError, Overloaded, ValidationError
@@ -31,8 +31,8 @@ from ...telemetry import Metrics
 from .._deadlines import Reaper
 from ..backend import InMemoryBackend
 from ..batch import BatchHandle, Callback, ended
-from ..protocol import Executor, SubmitOptions
-from ..types import Execution, Job, JobResult, Outcome
+from ..protocol import BatchRuns, Executor, SubmitOptions
+from ..types import Execution, Job, Outcome
 from ._wire import decode_result, encode_job
 from .broker import Broker, NewBatch, QueueFull, priority_class
 
@@ -43,7 +43,7 @@ def _never(job: Job) -> Execution:  # the describer's backend runs nothing
     raise AssertionError("the queue executor runs no job itself")
 
 
-class QueueExecutor:
+class QueueExecutor(BatchRuns):
     """Submits batches to a worker fleet (``assay worker``) through a broker.
 
     >>> with QueueExecutor("redis://:token@redis:6379/0") as ex:   # doctest: +SKIP
@@ -155,13 +155,6 @@ class QueueExecutor:
             handle.add_callback(on_result)
         self._follow(handle)
         return handle
-
-    def run(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
-        """Submit and wait: results in submission order."""
-        return self.submit(jobs, **kw).gather()
-
-    async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
-        return await self.submit(jobs, **kw).gather_async()
 
     def close(self) -> None:
         """Stop collecting; unfinished batches stay in the broker (the workers finish them)

@@ -31,6 +31,7 @@ from ...errors import AssayError
 from ...scheduler import HIGH, LOW, NORMAL
 from ...telemetry import Metrics
 from ..local import LocalExecutor
+from ..protocol import Executor
 from ..types import Job, JobResult, Outcome
 from ._wire import Malformed, decode_job, encode_result
 from .broker import Broker, Delivery, Start, Taken
@@ -260,3 +261,7 @@ class Worker:
                 )
                 time.sleep(backoff)
                 backoff = min(5.0, backoff * 2)
+
+
+def _local_is_an_executor(ex: LocalExecutor) -> Executor:
+    return ex  # mypy checks here that the local executor offers the executor API
