@@ -17,6 +17,8 @@ from _redis_server import RedisServer, start_worker
 
 from assay import ConfigError, LocalExecutor, Overloaded, RunJob
 from assay.executor.queue import QueueExecutor, RedisBroker, Worker
+from assay.executor.queue._wire import encode_job
+from assay.executor.queue.broker import NewBatch
 from assay.scheduler import HIGH, LOW
 
 
@@ -164,3 +166,23 @@ def test_a_wrong_token_is_refused_without_echoing_it(redis_server: RedisServer) 
     with pytest.raises(ConfigError) as err:
         RedisBroker(url)
     assert "not-the-token" not in str(err.value)
+
+
+def test_a_job_stays_pending_until_its_result_is_stored_and_a_second_result_is_dropped(
+    redis_server: RedisServer,
+) -> None:
+    broker = RedisBroker(redis_server.url)
+    try:
+        broker.enqueue(NewBatch("b", "normal", [encode_job(RunJob("0"), False)]), 10)
+        ((first, start),) = broker.read("slow", 1, 0)
+        assert start.attempt == 1
+        ((second, again),) = broker.claim("fast", 0.0, 1)  # the slow one looked dead
+        assert again.attempt == 2
+        assert broker.depth()["normal"] == 1  # taken twice, finished by neither yet
+        assert broker.finish([(second, b'{"from": "fast"}')]) == [True]
+        assert broker.finish([(first, b'{"from": "slow"}')]) == [False]
+        assert broker.depth()["normal"] == 0
+        (stored,) = broker.results({"b": "0"}, 0.1)
+        assert stored.body == b'{"from": "fast"}'
+    finally:
+        broker.close()
