@@ -79,6 +79,8 @@ def main() -> None:
     slots = args.workers * args.slots
     jobs = [RunJob(f"{args.job_ms / 1000}") for _ in range(args.jobs)]
     tmp = Path(tempfile.mkdtemp(prefix="assay-queue-bench-"))
+    # Records of both sides (the workers inherit it) in the run's own folder, not the home's.
+    os.environ["ASSAY_RECORDS"] = str(tmp / "records")
     load_before = os.getloadavg()
 
     def timed(ex: LocalExecutor | QueueExecutor) -> float:
