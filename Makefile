@@ -26,6 +26,9 @@ APT_OBSERVABILITY := prometheus chromium
 # runsc is gVisor. Best effort: without them the image-build and gVisor tests skip, naming
 # the package.
 APT_ENVIRONMENTS := mmdebstrap runsc
+# The queue fleet's broker (issue 33): its tests and benchmark start a real redis-server on
+# loopback. Best effort: without it those tests skip, naming the package.
+APT_QUEUE := redis-server
 
 # Ruff for the quality reward runs INSIDE the sandbox, which sees only the host's /usr (read-only):
 # the binary must live under /usr. Debian's pip (not the venv's) installs it to /usr/local/bin.
@@ -43,7 +46,7 @@ $(APT_BASE_STAMP): Makefile
 	@touch $@
 
 $(APT_STAMP): Makefile $(APT_BASE_STAMP)
-	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY) $(APT_ENVIRONMENTS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_LANGUAGES) $(APT_OBSERVABILITY) $(APT_ENVIRONMENTS) $(APT_QUEUE); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "==> installing toolchains and test servers (apt-get, a few minutes):$$missing"; \
 	  apt-get update -q; \

@@ -14,6 +14,7 @@ from .errors import (
     ValidationError,
 )
 from .executor import BatchHandle, JobResult, LocalExecutor, RunJob
+from .executor.queue import QueueExecutor  # imports redis only when one is created
 from .executor.ray import RayExecutor  # imports Ray only when one is created
 from .images import ImageSpec, ImageStore
 from .judge import Judge, Judgement, Problem, Submission, TestCase, TestResult, Verdict
@@ -71,6 +72,7 @@ __all__ = [
     "Overloaded",
     "Problem",
     "QualityReward",
+    "QueueExecutor",
     "RayExecutor",
     "Reward",
     "RewardFn",

@@ -247,6 +247,28 @@ SERVER_HEAD_MAX_BYTES = 1 << 20
 #: about 0.3 MB/s).
 SERVER_BODY_TIMEOUT_S = 120.0
 
+#: Queue fleet (``QueueExecutor`` and ``assay worker``). Jobs (queued or running) the broker
+#: may hold before ``submit`` waits, then answers ``Overloaded``: a few GRPO steps' worth, so
+#: a trainer far ahead of its workers is told instead of filling the broker's memory.
+QUEUE_MAX_DEPTH = 50_000
+#: How long ``submit`` waits for room below ``QUEUE_MAX_DEPTH`` before raising ``Overloaded``.
+QUEUE_BLOCK_S = 30.0
+#: A job pending on a worker that has not touched it for this long is claimed by another:
+#: the time to notice a dead worker. Live workers touch their jobs every third of it, so a
+#: long job is never taken from a worker that is still running it.
+QUEUE_VISIBILITY_S = 30.0
+#: Attempts of a job under which its worker died (claimed again each time) before the job
+#: is answered ``sandbox_error`` instead of taking down worker after worker.
+QUEUE_MAX_ATTEMPTS = 3
+#: Jobs a worker reads beyond its slots, so a slot that frees finds its next job local.
+QUEUE_PREFETCH = 4
+#: Batches, their results and attempt counts stay in the broker this long after their last
+#: change: long enough for a trainer that restarts to collect what it submitted.
+QUEUE_RESULT_TTL_S = 24 * 3600
+#: How long a worker or collector blocks on the broker per call (bounds how late a stop or a
+#: new batch is noticed).
+QUEUE_POLL_S = 0.5
+
 
 def state_dir() -> Path:
     """Where Assay keeps state across restarts (runtime estimates): ``$ASSAY_STATE_DIR`` or

@@ -13,7 +13,7 @@ import typer
 
 from .. import __version__
 from ..errors import ValidationError
-from . import demo, doctor, evaluate, run  # noqa: F401  (each registers its command)
+from . import demo, doctor, evaluate, run, worker  # noqa: F401  (each registers its command)
 from ._common import EXIT_OK, EXIT_SANDBOX, EXIT_USAGE, app, console, err_console
 
 

@@ -39,12 +39,13 @@ from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from ._options import ExecutorOptions, with_defaults
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended, new_batch_id
+from .protocol import BatchRuns
 from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
 
 
-class LocalExecutor(SlotCalls):
+class LocalExecutor(SlotCalls, BatchRuns):
     """Runs batches of jobs on this machine. Thread-safe; use as a context manager.
 
     ``slots``: programs run at once (default: the CPUs this process may use). The queue,
@@ -236,13 +237,6 @@ class LocalExecutor(SlotCalls):
                 cache_hit=True,
             )
         return handle
-
-    def run(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
-        """Submit and wait: results in submission order."""
-        return self.submit(jobs, **kw).gather()
-
-    async def run_async(self, jobs: Sequence[Job], **kw: Any) -> list[JobResult]:
-        return await self.submit(jobs, **kw).gather_async()
 
     def close(self) -> None:
         """Finish queued work, stop the workers, flush records and estimates."""

@@ -22,7 +22,7 @@ from typing import Any
 from .. import languages
 from .._extract import extract
 from ..errors import ValidationError
-from ..executor import BatchHandle, JobResult, LocalExecutor
+from ..executor import BatchHandle, Executor, JobResult, LocalExecutor
 from ..judge import Problem, Submission, validate
 from ..reward import BinaryReward, RewardFn
 from ..reward import get as get_reward
@@ -92,7 +92,8 @@ class RewardConfig:
     """How the trainer integrations judge rows; every field is keyword-only.
 
     ``url``: judge on an ``assay serve`` at this base URL (its ``/v1/judge``) instead of the
-    in-process ``executor`` (default: the shared :func:`default_executor`); ``transport``
+    in-process ``executor`` (default: the shared :func:`default_executor`; any
+    :class:`~assay.executor.Executor`: a ``RayExecutor``, a ``QueueExecutor``); ``transport``
     replaces the network for tests. ``reward``: a name from :data:`assay.reward.REGISTRY`
     or a :class:`RewardFn`; over ``url`` only ``binary`` (the server's reward) and
     ``fraction`` (passed/total) exist, because the server only reports those numbers.
@@ -108,7 +109,7 @@ class RewardConfig:
     """
 
     url: str | None = None
-    executor: LocalExecutor | None = None
+    executor: Executor | None = None
     language: str = "python"
     reward: str | RewardFn = "binary"
     limits: Limits | None = None

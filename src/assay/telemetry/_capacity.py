@@ -142,3 +142,35 @@ class NodeGauges(Collector):
             for family, (_, attr) in zip(families, _NODE_GAUGES, strict=True):
                 family.add_metric([node.node], float(getattr(node, attr)))
         return families
+
+
+#: ``() -> (depth by priority class, lag by priority class)`` of a queue fleet's broker.
+BrokerProbe = Callable[[], tuple[Mapping[str, int], Mapping[str, int]]]
+
+
+class BrokerGauges(Collector):
+    """``assay_fleet_queue_depth`` and ``assay_fleet_queue_lag`` by priority class, read
+    from the broker (one round trip) at scrape time."""
+
+    def __init__(self) -> None:
+        self.probe: BrokerProbe | None = None
+
+    def describe(self) -> Iterable[Metric]:
+        return [_gauge(name, ("priority",)) for name in _BROKER_GAUGES]
+
+    def collect(self) -> Iterable[Metric]:
+        depth, lag = (_gauge(name, ("priority",)) for name in _BROKER_GAUGES)
+        if self.probe is None:
+            return [depth, lag]
+        try:
+            depths, lags = self.probe()
+        except Exception:
+            log.warning("broker probe failed during a metrics scrape", exc_info=True)
+            return [depth, lag]
+        for family, values in ((depth, depths), (lag, lags)):
+            for priority, n in values.items():
+                family.add_metric([priority], float(n))
+        return [depth, lag]
+
+
+_BROKER_GAUGES = ("assay_fleet_queue_depth", "assay_fleet_queue_lag")

@@ -231,5 +231,34 @@ METRICS: tuple[MetricSpec, ...] = (
         "Memory limits of the jobs running on the node now, counted against its budget.",
         ("node",),
     ),
+    # The queue fleet (QueueExecutor and `assay worker`): the broker's streams by priority
+    # class (read at scrape time), and each worker's own counts (its pod label tells them apart).
+    MetricSpec(
+        "assay_fleet_queue_depth",
+        "gauge",
+        "Jobs in the broker without a result yet (queued or running), by priority class.",
+        ("priority",),
+    ),
+    MetricSpec(
+        "assay_fleet_queue_lag",
+        "gauge",
+        "Jobs in the broker no worker has read yet, by priority class (what KEDA scales on).",
+        ("priority",),
+    ),
+    MetricSpec(
+        "assay_fleet_claims_total",
+        "counter",
+        "Jobs this worker claimed from a worker that died or stalled past the visibility timeout.",
+    ),
+    MetricSpec(
+        "assay_fleet_jobs_total",
+        "counter",
+        "Jobs whose result this worker stored (its throughput: rate() of this).",
+    ),
+    MetricSpec(
+        "assay_fleet_duplicate_results_total",
+        "counter",
+        "Results this worker computed for a job that already had one (dropped, never delivered).",
+    ),
 )
 SPECS = {spec.name: spec for spec in METRICS}

@@ -22,6 +22,8 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from prometheus_client.registry import Collector
 
 from ._capacity import (
+    BrokerGauges,
+    BrokerProbe,
     NodeCapacity,
     NodeGauges,
     NodeProbe,
@@ -255,6 +257,10 @@ class Metrics:
             self._sessions_ended.labels(reason=reason)
         self._session_lifetime = self._histogram("assay_session_lifetime_seconds")
         self._nodes = self._collector(NodeGauges())
+        self._broker = self._collector(BrokerGauges())
+        self._claims = self._counter("assay_fleet_claims_total")
+        self._fleet_jobs = self._counter("assay_fleet_jobs_total")
+        self._duplicates = self._counter("assay_fleet_duplicate_results_total")
 
     def _counter(self, name: str) -> Counter:
         spec = SPECS[name]
@@ -381,6 +387,20 @@ class Metrics:
         """Read each node's capacity from ``probe`` at every scrape (one
         :class:`NodeCapacity` per node: the local executor's one, a cluster's many)."""
         self._nodes.probe = probe
+
+    def bind_broker(self, probe: BrokerProbe) -> None:
+        """Read a queue fleet's depth and lag by priority class from ``probe`` at scrape."""
+        self._broker.probe = probe
+
+    def broker_claimed(self, n: int) -> None:
+        """A fleet worker claimed ``n`` jobs a dead or stalled worker had left pending."""
+        self._claims.inc(n)
+
+    def broker_finished(self, stored: int, duplicates: int = 0) -> None:
+        """A fleet worker stored ``stored`` results, and dropped ``duplicates`` for jobs that
+        had one already (a claimed job its first worker finished after all)."""
+        self._fleet_jobs.inc(stored)
+        self._duplicates.inc(duplicates)
 
     def render(self) -> bytes:
         """The registry in Prometheus text exposition format (what ``/metrics`` serves)."""
