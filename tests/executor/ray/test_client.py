@@ -1,4 +1,4 @@
-"""The README's local cluster for ``--ray``: ``ray start`` with the flags it shows, joined
+"""The Ray guide's (docs/guides/ray.md) local cluster for ``--ray``: ``ray start`` with the flags it shows, joined
 through Ray Client (``ray://``), which the ``ray`` extra must bring (``ray[client]``:
 grpcio). (Ray's GCS and raylets listen on every interface whatever the flags: the README
 says so and names the remedies; nothing here claims otherwise.) The head runs with ``--block`` in its own process group,
@@ -23,7 +23,7 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "guides" / "ray.md"
 RAY = Path(sys.executable).with_name("ray")
 
 
@@ -36,7 +36,7 @@ def _free_port() -> int:
 def _readme_start() -> list[str]:
     text = README.read_text()
     m = re.search(r"^ray start --head .*?(?<!\\)\n", text, re.DOTALL | re.MULTILINE)
-    assert m is not None, "the README shows how to start a local cluster"
+    assert m is not None, "the Ray guide shows how to start a local cluster"
     return shlex.split(m.group(0).replace("\\\n", " "))
 
 
