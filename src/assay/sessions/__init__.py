@@ -4,7 +4,14 @@ from .asyncio import AsyncSession
 from .manager import SessionManager, TooManySessions
 from .session import Session
 from .step_reward import RewardWeights
-from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from .types import (
+    CellResult,
+    SessionEnded,
+    SessionFault,
+    SessionLimits,
+    SessionRefused,
+    StepResult,
+)
 from .verify import EpisodeRewards, VerifyResult
 
 __all__ = [
@@ -16,6 +23,7 @@ __all__ = [
     "SessionEnded",
     "SessionLimits",
     "SessionManager",
+    "SessionFault",
     "SessionRefused",
     "StepResult",
     "TooManySessions",

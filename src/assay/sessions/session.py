@@ -24,10 +24,18 @@ from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, check_time, opt_int, user_files, work_path
+from ._args import KERNEL, check_time, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
-from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from ._replies import cell_result, not_started, step_result
+from .types import (
+    CellResult,
+    SessionEnded,
+    SessionFault,
+    SessionLimits,
+    SessionRefused,
+    StepResult,
+)
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
@@ -83,6 +91,7 @@ class Session:
         priority: int = NORMAL,
         caller: str = "sessions",
         image: str | None = None,
+        loopback: bool = True,
     ) -> None:
         self.source = source
         self._execute = executor_of(source)
@@ -104,6 +113,9 @@ class Session:
         #: The task image the session's sandbox is rooted at (its runner's pool for that
         #: image is held, never evicted, until the session ends); None: the host's root.
         self.image = image
+        #: Whether the session's own network namespace has ``lo`` up (127.0.0.1 reaches
+        #: servers inside this session only; nothing outside it is reachable either way).
+        self.loopback = bool(loopback)
         release: Callable[[], None] | None = None
         runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
         if image is not None:
@@ -136,7 +148,7 @@ class Session:
         agent_name, agent = agent_file(runner if isinstance(runner, Runner) else None)
         req = RunRequest(
             "python",
-            [f"/work/{agent_name}"],
+            [f"/work/{agent_name}", str(lim.processes), str(defaults.SESSION_PIDS_POLL_S)],
             [
                 (agent_name, agent, 0o444),
                 (KERNEL, inside_file("kernel.py"), 0o444),
@@ -157,6 +169,7 @@ class Session:
             # The budget is checked twice a second (not every 50 ms): an idle session then
             # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
             cpu_poll_s=CPU_POLL_S,
+            network="loopback" if self.loopback else "none",
         )
         self._thread = threading.Thread(
             target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
@@ -305,7 +318,13 @@ class Session:
                 self.busy = False
                 self.last_used = time.monotonic()
         if not reply.get("ok"):
-            raise SessionRefused(str(reply.get("error", "refused"))[:1000])
+            why = str(reply.get("error", "refused"))[:1000]
+            if "fault" not in reply:
+                raise SessionRefused(why)
+            fault = SessionFault(str(reply["fault"])[:40], why)
+            if fault.kind == "pids_limit":  # nothing left to free: the session is unusable
+                self.end("pids_limit", why)
+            raise fault
         return reply, data
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
@@ -340,7 +359,7 @@ class Session:
     def exec(
         self,
         command: str,
-        timeout_s: float = 30.0,
+        timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S,
         idle_timeout_s: float | None = None,
         stdin: str | bytes = b"",
     ) -> StepResult:
@@ -348,6 +367,8 @@ class Session:
 
         At ``timeout_s``, or after ``idle_timeout_s`` with no output, the step's process
         group is killed and the output so far returned with ``timed_out`` and the reason.
+        A step the session cannot start answers with ``reason`` ``pids_limit`` (the session
+        then ends with that reason) or ``cannot_start``, and why on stderr.
         """
         import base64
 
@@ -370,22 +391,12 @@ class Session:
             "memory_mb": self.limits.step_memory_mb,
             "stdin": base64.b64encode(data).decode(),
         }
-        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
         try:
-            reason = reply.get("reason")
-            return StepResult(
-                exit_code=opt_int(reply.get("exit_code")),
-                signal=opt_int(reply.get("signal")),
-                stdout=base64.b64decode(reply.get("stdout", "")),
-                stderr=base64.b64decode(reply.get("stderr", "")),
-                stdout_truncated=bool(reply.get("stdout_truncated")),
-                stderr_truncated=bool(reply.get("stderr_truncated")),
-                timed_out=bool(reply.get("timed_out")),
-                reason=reason if reason in ("timeout", "idle_timeout", "cpu_limit") else None,
-                cpu_s=float(reply.get("cpu_s", 0.0)),
-                wall_s=float(reply.get("wall_s", 0.0)),
-                peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
-            )
+            reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
+        except SessionFault as fault:
+            return not_started(fault)
+        try:
+            return step_result(reply)
         except (ValueError, TypeError) as exc:
             self.end("crashed", f"malformed step reply: {exc}")
             raise SessionEnded(self.id, "crashed", self.end_detail) from None
@@ -419,7 +430,7 @@ class Session:
             raise ValidationError("tar", "must be bytes")
         self._call({"op": "untar", "dir": work_path(directory, allow_root=True)}, data)
 
-    def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
+    def run_cell(self, code: str, timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S) -> CellResult:
         """Run Python ``code`` in the session's persistent interpreter (its variables carry
         over from cell to cell; a cell past its timeout restarts the interpreter)."""
         if not isinstance(code, str):
@@ -427,14 +438,7 @@ class Session:
         timeout = check_time("timeout_s", timeout_s)
         msg = {"op": "cell", "code": code, "timeout_s": timeout}
         reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
-        return CellResult(
-            status=str(reply.get("status", "error")),
-            stdout=str(reply.get("stdout", "")),
-            stderr=str(reply.get("stderr", "")),
-            display=[d for d in reply.get("display", []) if isinstance(d, dict)],
-            error=[e for e in reply.get("error", []) if isinstance(e, dict)],
-            restarted=bool(reply.get("restarted")),
-        )
+        return cell_result(reply)
 
     def ping(self) -> None:
         self._call({"op": "ping"}, timeout=10.0)
@@ -453,6 +457,7 @@ class Session:
                 priority=self.priority,
                 caller=self.caller,
                 image=self.image,
+                loopback=self.loopback,
             ),
             unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..errors import AssayError, ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
 #: memory budget used up, its sandbox died under it, or (on a cluster) the node holding it
 #: died: a session is never opened again elsewhere, empty.
+#: ``pids_limit``: the session stayed at its process limit although everything finished
+#: steps left running was killed (a step could not start).
 EndReason = Literal[
-    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
+    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "pids_limit", "crashed", "node_lost"
 ]
-StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
+#: ``pids_limit``: the step could not start (no process left to the session; it then ends);
+#: ``cannot_start``: it could not start for another fault of the session's sandbox.
+StepReason = Literal["timeout", "idle_timeout", "cpu_limit", "pids_limit", "cannot_start"]
+STEP_REASONS: tuple[str, ...] = get_args(StepReason)
 
 
 class SessionEnded(AssayError):
@@ -25,6 +30,15 @@ class SessionEnded(AssayError):
         self.detail = detail
         extra = f" ({detail})" if detail else ""
         super().__init__(f"session {session_id} has ended: {reason}{extra}")
+
+
+class SessionFault(AssayError):
+    """The session's own state failed a request (not the request's fault): ``kind`` names
+    why (``pids_limit``, ``error``). A service fault, never answered as a client error."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
 
 
 class SessionRefused(AssayError, ValueError):
@@ -120,3 +134,6 @@ class CellResult:
     display: list[dict[str, str]]
     error: list[dict[str, Any]]
     restarted: bool = False
+    #: Why the interpreter died, in words (its exit status, or the session's memory
+    #: limit), when ``status`` says it did.
+    detail: str = ""

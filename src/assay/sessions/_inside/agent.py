@@ -58,7 +58,7 @@ class Step:
 
     def __init__(self, req: dict[str, Any]) -> None:
         self.command = str(req["command"])
-        self.timeout = float(req.get("timeout_s") or 30.0)
+        self.timeout = float(req["timeout_s"])
         idle = req.get("idle_timeout_s")
         self.idle = float(idle) if idle else None
         self.cap = int(req.get("output_bytes") or 1 << 20)
@@ -74,7 +74,16 @@ class Step:
         in_r, in_w = os.pipe()
         env = dict(BASE_ENV)
         start = time.monotonic()
-        pid = os.fork()
+        try:
+            pid = GUARD.fork()
+        except BlockingIOError:
+            for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+                os.close(fd)
+            raise Fault(
+                "pids_limit",
+                f"the step could not start: the session is at its limit of {GUARD.limit} "
+                "processes, and killing what earlier steps left running did not free one",
+            ) from None
         if pid == 0:  # the step: its own process group, fds 0-2 only
             try:
                 os.setsid()
@@ -140,6 +149,8 @@ class Step:
             if got == pid:
                 status = st
         wall = time.monotonic() - start
+        if reason is None:
+            GUARD.left(pid)  # its background processes, if any, live on past the step
         # Whatever is already in the pipes belongs to the step; a background process that
         # keeps them open is drained on a thread (its later output is discarded).
         for fd, buf in outs.items():
@@ -220,15 +231,123 @@ def _drain(fd: int) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    """SIGKILL process group ``pid``, again while it has members: a process forked while
-    the first signal was delivered (a fork bomb's) would otherwise survive it."""
+    """SIGKILL process group ``pid``, again while it has live members: a process forked
+    while the first signal was delivered (a fork bomb's) would otherwise survive it.
+
+    Zombies are members too (``killpg`` succeeds on them) but already dead: the loop ends
+    when no member is alive, not when the group is reaped (the step's own shell is reaped
+    by its caller, orphans by the sandbox's init), so a step stops at its timeout.
+    """
     deadline = time.monotonic() + 1.0
     while time.monotonic() < deadline:
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             return
-        time.sleep(0.005)
+        if not _live_members(pid):
+            return
+        time.sleep(0.001)
+
+
+def _live_members(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie (from /proc)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        # After the command's name: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+class Fault(Exception):
+    """The session's own state stops a request (not the request's fault): ``kind`` names
+    why, e.g. ``pids_limit``; the trusted side ends the session with that reason."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class Guard:
+    """Keeps the session under its process limit: what finished steps left running
+    (their process groups) is killed, newest first, when the session reaches the limit.
+
+    A step's background processes (a server it started) live on after it; a fork bomb's
+    do too, and would fill the session's PID limit so that no later step could start.
+    A watcher thread and every step's start check the count; the groups of steps still
+    running are never touched here (their own timeouts end them).
+    """
+
+    def __init__(self, limit: int, poll_s: float) -> None:
+        self.limit = limit
+        self.poll_s = poll_s
+        self.groups: list[int] = []  # process groups of finished steps, oldest first
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        if self.limit > 0:
+            threading.Thread(target=self._watch, daemon=True, name="guard").start()
+
+    def left(self, pgid: int) -> None:
+        with self.lock:
+            if pgid in self.groups:
+                self.groups.remove(pgid)
+            self.groups.append(pgid)
+
+    def _count(self) -> int:
+        """Tasks of the session as its PID limit counts them: processes (PID 1, the
+        sandbox's init, is not one of them) and the agent's own threads (other processes'
+        threads are not counted: a step that cannot fork is the backstop, see ``fork``)."""
+        procs = sum(1 for name in os.listdir("/proc") if name.isdigit())
+        return procs - 2 + len(os.listdir(f"/proc/{os.getpid()}/task"))
+
+    def _full(self) -> bool:
+        return self.limit > 0 and self._count() >= self.limit - 1
+
+    def relieve(self, force: bool = False) -> bool:
+        """If the session is at its limit (or ``force``: a fork just failed), kill finished
+        steps' groups, newest first, until it is not; returns whether any was killed."""
+        killed = False
+        while (force and not killed) or self._full():
+            with self.lock:
+                if not self.groups:
+                    return killed
+                pgid = self.groups.pop()
+            _kill_group(pgid)
+            killed = True
+            # The killed processes are reaped by the sandbox's init: give it a moment.
+            deadline = time.monotonic() + 0.5
+            while self._full() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        return killed
+
+    def fork(self) -> int:
+        """``os.fork`` for a step; at the limit, what earlier steps left is killed first."""
+        self.relieve()
+        try:
+            return os.fork()
+        except BlockingIOError:
+            if not self.relieve(force=True):
+                raise
+        return os.fork()
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(self.poll_s)
+            try:
+                self.relieve()
+            except Exception:  # a /proc entry that vanished mid-read: try again next time
+                continue
+
+
+#: Set up by ``main`` from the agent's arguments (the session's process limit).
+GUARD = Guard(0, 1.0)
 
 
 class Kernel:
@@ -304,7 +423,7 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel, fds: list[int]) 
     if answer is not None:
         return answer
     if op == "cell":
-        return kernel.cell(str(req["code"]), float(req.get("timeout_s") or 30.0))
+        return kernel.cell(str(req["code"]), float(req["timeout_s"]))
     if op == "kernel_reset":
         kernel.stop()
         return {}
@@ -323,6 +442,9 @@ def main() -> None:
             pass
     os.makedirs(STATE, mode=0o700, exist_ok=True)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if len(sys.argv) > 2:  # the session's process limit and how often to check it
+        GUARD.limit, GUARD.poll_s = int(sys.argv[1]), float(sys.argv[2])
+    GUARD.start()
     sock = socket.socket(fileno=3)
     conn = Conn(sock)
     sock.sendall(b'{"ready": true}\n')
@@ -341,8 +463,12 @@ def main() -> None:
             reply["nbytes"] = len(data)
         except Refused as exc:
             reply = {"ok": False, "error": str(exc)}
+        except Fault as exc:
+            reply = {"ok": False, "error": str(exc), "fault": exc.kind}
         except Exception as exc:  # any failed request is answered, never fatal
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            # Not refused for what it asks: the session's own state failed it (no process
+            # or descriptor left, a full disk): the other side must not blame the request.
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "fault": "error"}
         for fd in conn.fds:  # a request's descriptors do not outlive it
             os.close(fd)
         conn.fds.clear()
