@@ -18,11 +18,20 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import defaults
 from ..errors import ValidationError
-from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
+from ..sessions import (
+    Session,
+    SessionEnded,
+    SessionFault,
+    SessionLimits,
+    SessionManager,
+    SessionRefused,
+)
 from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
+from ..types import OutputEncoding, encode_output
 from . import _convert
 from ._service import PRIORITIES, Svc
 from .models import Priority, ProcessOutput
@@ -64,6 +73,12 @@ class CreateRequest(BaseModel):
     image: str | None = Field(
         None, description="task image (id or name, `assay image list`); unknown: 422"
     )
+    episode_id: str | None = Field(
+        None, min_length=1, max_length=200, description="the episode its records belong to"
+    )
+    loopback: bool = Field(
+        True, description="127.0.0.1 inside the session (its own network namespace) works"
+    )
 
 
 class VerifyRequest(BaseModel):
@@ -74,9 +89,12 @@ class VerifyRequest(BaseModel):
 class ExecRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str
-    timeout_s: float = 30.0
     idle_timeout_s: float | None = None
     stdin: str = ""
+    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
+    output_encoding: OutputEncoding = Field(
+        "utf-8", description="stdout/stderr in the answer: utf-8 (lossy) or base64 (exact bytes)"
+    )
 
 
 class ExecResponse(ProcessOutput):
@@ -135,6 +153,8 @@ async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
         return _unknown(exc)
     except SessionRefused as exc:
         return JSONResponse({"field": "path", "message": f"path: {exc}"}, 400)
+    except SessionFault as exc:  # the session's own state, never the request's fault
+        return JSONResponse({"field": None, "message": f"session: {exc}", "reason": exc.kind}, 503)
 
 
 @router.post("")
@@ -160,9 +180,12 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         caller=body.caller,
         tar=tar,
         image=image,
+        episode_id=body.episode_id,
+        loopback=body.loopback,
     )
     if task is not None:
         attach(session, task, gated=body.gated)
+        session.task_id = task.task_id
     return session.info()
 
 
@@ -222,8 +245,9 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any
     if isinstance(step, JSONResponse):
         return step
     out = step.to_dict()
-    out["stdout"] = step.stdout.decode(errors="replace")
-    out["stderr"] = step.stderr.decode(errors="replace")
+    out["stdout"] = encode_output(step.stdout, body.output_encoding)
+    out["stderr"] = encode_output(step.stderr, body.output_encoding)
+    out["output_encoding"] = body.output_encoding
     return out
 
 

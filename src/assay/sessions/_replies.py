@@ -10,7 +10,6 @@ import base64
 from typing import Any, cast
 
 from ._args import opt_int
-
 from .types import STEP_REASONS, CellResult, SessionFault, StepReason, StepResult
 
 

@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults
 from ..errors import SandboxError, ValidationError
 from ..runner import Runner
-from ..sandbox import RunRequest, Sandbox
+from ..sandbox import RunRequest
 from ..scheduler import NORMAL
 from ..types import ExecResult, Limits
+from . import _records
 from ._agentfile import agent_file, inside_file
 from ._args import KERNEL, check_time, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
 from ._replies import cell_result, not_started, step_result
+from ._source import executor_of
 from .types import (
     CellResult,
     SessionEnded,
@@ -40,26 +42,11 @@ from .types import (
 if TYPE_CHECKING:
     from ..tasks import AgentTask
 
-#: How long a new session's agent may take to say it is ready.
-START_TIMEOUT_S = 20.0
-#: How long past a step's own timeout the agent may take to answer before the session is
-#: taken for dead (the agent kills the step at its timeout, then reports).
-REPLY_GRACE_S = 10.0
-#: Timeout of calls that are not steps (files, tar).
-CALL_TIMEOUT_S = 60.0
-#: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
-CPU_POLL_S = 0.5
-
-
-def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
-    """How to run a sandbox request on a ``Runner``, a ``LocalExecutor`` (its runner) or a
-    ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
-    if isinstance(source, (Runner, Sandbox)):
-        return source.execute
-    runner = getattr(source, "runner", None)
-    if isinstance(runner, Runner):
-        return runner.execute
-    raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
+#: How long a new session's agent may take to say it is ready; how long past a step's own
+#: timeout it may take to answer before the session is taken for dead (it kills the step at
+#: its timeout, then reports); the timeout of calls that are not steps (files, tar); how
+#: often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
+START_TIMEOUT_S, REPLY_GRACE_S, CALL_TIMEOUT_S, CPU_POLL_S = 20.0, 10.0, 60.0, 0.5
 
 
 class Session:
@@ -92,8 +79,11 @@ class Session:
         caller: str = "sessions",
         image: str | None = None,
         loopback: bool = True,
+        episode_id: str | None = None,
     ) -> None:
         self.source = source
+        #: Where the session's steps and verifications are recorded (its executor's writer).
+        self.records = _records.writer_of(source)
         self._execute = executor_of(source)
         # On an executor, steps take one of its slots in the queue's order (``priority``,
         # fair shares between callers); on a Runner or Sandbox they run on the caller's thread.
@@ -124,6 +114,10 @@ class Session:
             runner, release = runner.images.hold(image)
             self._execute = runner.execute
         self.id = session_id or secrets.token_hex(8)
+        #: The episode its records belong to (the caller's, or the session's own id), and
+        #: the task it verifies against, if any.
+        self.episode_id = episode_id or self.id
+        self.task_id: str | None = None
         self.created = time.monotonic()
         self.last_used = self.created
         self.steps = 0
@@ -275,6 +269,8 @@ class Session:
             "ttl_s": self.ttl_s,
             "idle_ttl_s": self.idle_ttl_s,
             "limits": self.limits.to_dict(),
+            "episode_id": self.episode_id,
+            "loopback": self.loopback,
         }
 
     # -- calls ------------------------------------------------------------------------------
@@ -391,15 +387,19 @@ class Session:
             "memory_mb": self.limits.step_memory_mb,
             "stdin": base64.b64encode(data).decode(),
         }
+        started = time.time()
         try:
             reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
+            step = step_result(reply)
         except SessionFault as fault:
-            return not_started(fault)
-        try:
-            return step_result(reply)
+            step = not_started(fault)
         except (ValueError, TypeError) as exc:
             self.end("crashed", f"malformed step reply: {exc}")
             raise SessionEnded(self.id, "crashed", self.end_detail) from None
+        _records.write(
+            self, "session_step", command, started, {**step.to_dict(), "timeout_s": timeout}
+        )
+        return step
 
     def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
         data = content.encode() if isinstance(content, str) else content
@@ -437,8 +437,11 @@ class Session:
             raise ValidationError("code", "must be a string")
         timeout = check_time("timeout_s", timeout_s)
         msg = {"op": "cell", "code": code, "timeout_s": timeout}
-        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
-        return cell_result(reply)
+        started = time.time()
+        cell = cell_result(self._step(msg, timeout + REPLY_GRACE_S)[0])
+        out = {"stdout": cell.stdout, "stderr": cell.stderr, "reason": cell.detail}
+        _records.write(self, "session_cell", code, started, {**out, "verdict": cell.status})
+        return cell
 
     def ping(self) -> None:
         self._call({"op": "ping"}, timeout=10.0)
@@ -465,6 +468,7 @@ class Session:
         from .verify import inherit  # a fork verifies against its parent's task and history
 
         inherit(self, child)
+        child.task_id = self.task_id
         return child
 
     @classmethod
@@ -472,14 +476,19 @@ class Session:
         """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
         from .verify import start
 
-        return start(cls, source, task, **kwargs)
+        session = start(cls, source, task, **kwargs)
+        session.task_id = task.task_id
+        return session
 
     def verify(self, diagnosis: object = None) -> Any:
         """Run the task's hidden tests on a snapshot of the workspace: a ``VerifyResult``
         (``assay.sessions.verify``, which imports this module: hence ``Any`` here)."""
         from .verify import verify
 
-        return verify(self, diagnosis)
+        started = time.time()
+        result = verify(self, diagnosis)
+        _records.write(self, "session_verify", "", started, _records.verified(result))
+        return result
 
     def episode_rewards(self) -> Any:
         """The final reward and the step rewards of the verifications so far."""

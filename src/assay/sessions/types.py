@@ -128,7 +128,7 @@ class StepResult:
 class CellResult:
     """One notebook cell run in the session's persistent Python interpreter."""
 
-    status: str  # ok, error, timeout, or "the interpreter died"
+    status: str  # ok, error, timeout, or died (``detail`` says how)
     stdout: str
     stderr: str
     display: list[dict[str, str]]

@@ -383,14 +383,17 @@ class Kernel:
         os.close(fr_w)
         self.pid, self.to, self.frm = pid, to_w, os.fdopen(fr_r, "rb")
 
-    def stop(self) -> None:
+    def stop(self) -> int:
+        """Kill the interpreter (if it is not dead already); returns its wait status."""
+        status = 0
         if self.pid:
             _kill_group(self.pid)
-            os.waitpid(self.pid, 0)
+            _, status = os.waitpid(self.pid, 0)
             os.close(self.to)
             assert self.frm is not None
             self.frm.close()
             self.pid = 0
+        return status
 
     def cell(self, code: str, timeout: float) -> dict[str, Any]:
         if not self.pid:
@@ -400,11 +403,26 @@ class Kernel:
         ready, _, _ = select.select([self.frm], [], [], timeout)
         line = self.frm.readline() if ready else b""
         if not line:
-            self.stop()
-            why = "timeout" if not ready else "the interpreter died"
-            return {"status": why, "restarted": True}
+            if not ready:
+                self.stop()
+                return {"status": "timeout", "restarted": True}
+            # It closed its end without answering: it died (``os._exit``, a signal, the
+            # session's memory limit); its wait status says how (a kill now changes none).
+            status = self.stop()
+            return {"status": "died", "detail": _died(status), "restarted": True}
         reply: dict[str, Any] = json.loads(line)
         return reply
+
+
+def _died(status: int) -> str:
+    """How the interpreter ended, in words."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        return f"the interpreter exited with status {code}"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+    if -code == signal.SIGKILL:
+        return f"the interpreter was killed by {name} (out of memory: the session's limit)"
+    return f"the interpreter was killed by {name}"
 
 
 def _feed_keep(fd: int, data: bytes) -> None:
