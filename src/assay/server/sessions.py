@@ -296,3 +296,36 @@ async def delete_file(session_id: str, path: str, m: Manager) -> Any:
     """Delete a file or a directory tree."""
     answer = await _on(m, session_id, "delete_file", path)
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
+
+
+class CellRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str
+    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
+
+
+@router.post("/{session_id}/cell")
+async def run_cell(session_id: str, body: CellRequest, m: Manager) -> Any:
+    """One notebook cell in the session's persistent Python interpreter: ``{status, stdout,
+    stderr, display, error, restarted, detail}`` (``status`` ``died``: ``detail`` says how)."""
+    cell = await _on(m, session_id, "run_cell", body.code, body.timeout_s)
+    return cell if isinstance(cell, JSONResponse) else cell.to_dict()
+
+
+@router.get("/{session_id}/tar")
+async def get_tar(
+    session_id: str, m: Manager, dir: str = Query("."), gzip: bool = Query(False)
+) -> Any:
+    """A tar of directory ``dir`` of the workspace (gzip-compressed if ``gzip``)."""
+    data = await _on(m, session_id, "download_tar", dir, gzip)
+    if isinstance(data, JSONResponse):
+        return data
+    return Response(data, media_type="application/gzip" if gzip else "application/x-tar")
+
+
+@router.put("/{session_id}/tar", status_code=204, response_class=Response, response_model=None)
+async def put_tar(session_id: str, request: Request, m: Manager, dir: str = Query(".")) -> Any:
+    """Unpack the tar in the request body (regular files and directories) into ``dir``."""
+    data = await request.body()
+    answer = await _on(m, session_id, "upload_tar", data, dir)
+    return answer if isinstance(answer, JSONResponse) else Response(status_code=204)

@@ -14,12 +14,24 @@ import hashlib
 import logging
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..telemetry import NullWriter, RecordWriter
+from .types import SessionLimits
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Recorded(Protocol):
+    """What a record says of its session (``Session`` is one; no import of it here)."""
+
+    records: RecordWriter | None
+    id: str
+    episode_id: str
+    task_id: str | None
+    caller: str
+    priority: int
+    steps: int
+    limits: SessionLimits
+
 
 log = logging.getLogger("assay.sessions")
 
@@ -43,7 +55,7 @@ def _text(data: str | bytes, cap: int) -> tuple[str, bool]:
 
 
 def write(
-    session: Session,
+    session: Recorded,
     kind: str,
     code: str,
     started_at: float,
@@ -61,7 +73,7 @@ def write(
 
 
 def _build(
-    session: Session, kind: str, code: str, started_at: float, fields: dict[str, Any]
+    session: Recorded, kind: str, code: str, started_at: float, fields: dict[str, Any]
 ) -> dict[str, Any]:
     text, cut = _text(code, CODE_CAP)
     stdout, out_cut = _text(fields.pop("stdout", b""), STREAM_CAP)

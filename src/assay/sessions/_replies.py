@@ -10,7 +10,14 @@ import base64
 from typing import Any, cast
 
 from ._args import opt_int
-from .types import STEP_REASONS, CellResult, SessionFault, StepReason, StepResult
+from .types import (
+    STEP_REASONS,
+    CellResult,
+    SessionFault,
+    SessionRefused,
+    StepReason,
+    StepResult,
+)
 
 
 def step_result(reply: dict[str, Any]) -> StepResult:
@@ -48,6 +55,16 @@ def not_started(fault: SessionFault) -> StepResult:
         wall_s=0.0,
         peak_memory_bytes=0,
     )
+
+
+def refusal(reply: dict[str, Any]) -> SessionFault:
+    """A failed reply: raises ``SessionRefused`` if the agent refused the request (a path
+    out of /work, no such file); returns the ``SessionFault`` if the session's own state
+    failed it (the caller ends the session if it must, then raises it)."""
+    why = str(reply.get("error", "refused"))[:1000]
+    if "fault" not in reply:
+        raise SessionRefused(why)
+    return SessionFault(str(reply["fault"])[:40], why)
 
 
 def cell_result(reply: dict[str, Any]) -> CellResult:

@@ -28,16 +28,9 @@ from ._agentfile import agent_file, inside_file
 from ._args import KERNEL, check_time, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
-from ._replies import cell_result, not_started, step_result
+from ._replies import cell_result, not_started, refusal, step_result
 from ._source import executor_of
-from .types import (
-    CellResult,
-    SessionEnded,
-    SessionFault,
-    SessionLimits,
-    SessionRefused,
-    StepResult,
-)
+from .types import CellResult, SessionEnded, SessionFault, SessionLimits, StepResult
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
@@ -314,12 +307,9 @@ class Session:
                 self.busy = False
                 self.last_used = time.monotonic()
         if not reply.get("ok"):
-            why = str(reply.get("error", "refused"))[:1000]
-            if "fault" not in reply:
-                raise SessionRefused(why)
-            fault = SessionFault(str(reply["fault"])[:40], why)
+            fault = refusal(reply)  # raises SessionRefused if the request was refused
             if fault.kind == "pids_limit":  # nothing left to free: the session is unusable
-                self.end("pids_limit", why)
+                self.end("pids_limit", str(fault))
             raise fault
         return reply, data
 

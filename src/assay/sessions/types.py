@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import AssayError, ValidationError
 
@@ -124,6 +124,49 @@ class StepResult:
         return asdict(self)
 
 
+@runtime_checkable
+class SessionLike(Protocol):
+    """What ``Session`` and a remote session (``assay.client.RemoteSession``) both are:
+    the methods an agent adapter steps an episode with, with the same results."""
+
+    id: str
+
+    @property
+    def ended(self) -> bool: ...
+
+    def exec(
+        self,
+        command: str,
+        timeout_s: float = ...,
+        idle_timeout_s: float | None = None,
+        stdin: str | bytes = b"",
+    ) -> StepResult: ...
+
+    def run_cell(self, code: str, timeout_s: float = ...) -> CellResult: ...
+
+    def write_file(self, path: str, content: str | bytes) -> None: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def list_files(self, directory: str = ".") -> list[dict[str, Any]]: ...
+
+    def delete_file(self, path: str) -> None: ...
+
+    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes: ...
+
+    def upload_tar(self, data: bytes, directory: str = ".") -> None: ...
+
+    def fork(self) -> SessionLike: ...
+
+    def verify(self, diagnosis: Any = None) -> Any: ...
+
+    def episode_rewards(self) -> Any: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CellResult:
     """One notebook cell run in the session's persistent Python interpreter."""
@@ -137,3 +180,6 @@ class CellResult:
     #: Why the interpreter died, in words (its exit status, or the session's memory
     #: limit), when ``status`` says it did.
     detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
