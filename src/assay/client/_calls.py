@@ -13,6 +13,7 @@ import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -114,6 +115,12 @@ def _rewards(response: httpx.Response) -> EpisodeRewards:
     return EpisodeRewards(**_known(EpisodeRewards, _json(response)))
 
 
+def _quoted(path: str) -> str:
+    """``path`` as one URL segment: ``..`` and ``/`` reach the agent as written (which
+    refuses what leads out of /work), not resolved away by the URL's normalisation."""
+    return quote(path.removeprefix("/work/"), safe="")
+
+
 def _none(_response: httpx.Response) -> None:
     return None
 
@@ -174,6 +181,7 @@ def exec_(
         "timeout_s": timeout_s,
         "idle_timeout_s": idle_timeout_s,
         "stdin": base64.b64encode(data).decode(),
+        "stdin_encoding": "base64",
         "output_encoding": "base64",  # the exact bytes, as Session.exec gives them
     }
     return Call("POST", f"/v1/sessions/{sid}/exec", _step, json=body, timeout=timeout_s + 30)
@@ -186,11 +194,11 @@ def run_cell(sid: str, code: str, timeout_s: float) -> Call:
 
 def write_file(sid: str, path: str, content: str | bytes) -> Call:
     data = content.encode() if isinstance(content, str) else content
-    return Call("PUT", f"/v1/sessions/{sid}/files/{path.lstrip('/')}", _none, content=data)
+    return Call("PUT", f"/v1/sessions/{sid}/files/{_quoted(path)}", _none, content=data)
 
 
 def read_file(sid: str, path: str) -> Call:
-    return Call("GET", f"/v1/sessions/{sid}/files/{path.lstrip('/')}", _bytes)
+    return Call("GET", f"/v1/sessions/{sid}/files/{_quoted(path)}", _bytes)
 
 
 def list_files(sid: str, directory: str) -> Call:
@@ -198,7 +206,7 @@ def list_files(sid: str, directory: str) -> Call:
 
 
 def delete_file(sid: str, path: str) -> Call:
-    return Call("DELETE", f"/v1/sessions/{sid}/files/{path.lstrip('/')}", _none)
+    return Call("DELETE", f"/v1/sessions/{sid}/files/{_quoted(path)}", _none)
 
 
 def download_tar(sid: str, directory: str, gzip: bool) -> Call:

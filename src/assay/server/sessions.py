@@ -10,6 +10,7 @@ sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import threading
 from typing import Annotated, Any
@@ -94,6 +95,9 @@ class ExecRequest(BaseModel):
     timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
     output_encoding: OutputEncoding = Field(
         "utf-8", description="stdout/stderr in the answer: utf-8 (lossy) or base64 (exact bytes)"
+    )
+    stdin_encoding: OutputEncoding = Field(
+        "utf-8", description="how `stdin` is given: utf-8 text or base64 (any bytes)"
     )
 
 
@@ -238,7 +242,15 @@ async def close(session_id: str, m: Manager) -> Any:
 @router.post("/{session_id}/exec", response_model=ExecResponse)
 async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any:
     """One shell step (cwd and exported variables carry over from the previous step)."""
-    stdin = _convert.stdin(body.stdin, svc.settings)
+    if body.stdin_encoding == "base64":
+        try:
+            stdin = base64.b64decode(body.stdin, validate=True)
+        except ValueError:
+            raise ValidationError("stdin", "not base64 (stdin_encoding is base64)") from None
+        if len(stdin) > svc.settings.max_stdin_bytes:
+            raise ValidationError("stdin", f"more than {svc.settings.max_stdin_bytes} bytes")
+    else:
+        stdin = _convert.stdin(body.stdin, svc.settings)
     step = await _on(
         m, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
     )
