@@ -15,6 +15,7 @@ saves nothing (its changes to cwd and variables are lost, its files are not).
 from __future__ import annotations
 
 import base64
+import errno
 import io
 import json
 import math
@@ -265,6 +266,18 @@ def _live_members(pgid: int) -> bool:
     return False
 
 
+#: errno values of a session out of a resource (processes, memory, descriptors).
+EXHAUSTED = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
+
+
+def _exhausted(exc: Exception) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, RuntimeError) and "thread" in str(exc):
+        return True  # "can't start new thread": the PID limit
+    return isinstance(exc, OSError) and exc.errno in EXHAUSTED
+
+
 class Fault(Exception):
     """The session's own state stops a request (not the request's fault): ``kind`` names
     why, e.g. ``pids_limit``; the trusted side ends the session with that reason."""
@@ -484,9 +497,11 @@ def main() -> None:
         except Fault as exc:
             reply = {"ok": False, "error": str(exc), "fault": exc.kind}
         except Exception as exc:  # any failed request is answered, never fatal
-            # Not refused for what it asks: the session's own state failed it (no process
-            # or descriptor left, a full disk): the other side must not blame the request.
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "fault": "error"}
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            if _exhausted(exc):
+                # Not refused for what it asks: the session's own resources failed it (no
+                # process, thread, memory or descriptor left): the request is not to blame.
+                reply["fault"] = "error"
         for fd in conn.fds:  # a request's descriptors do not outlive it
             os.close(fd)
         conn.fds.clear()
