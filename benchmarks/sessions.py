@@ -23,6 +23,11 @@ script ends with one JSON line:
   against a plain one-shot sandbox run of ``pass`` (``verify_vs_plain_run``);
   ``verify_episodes_per_s``: the same 10-step episodes on that task with a ``verify()``
   after every other step (5 verifications per episode).
+- ``remote_*_p50_ms`` (issue 28): create, ``exec("true")``, ``fork()`` (small workspace)
+  and ``verify()`` through ``assay.client.SessionClient`` against an ``assay serve`` on
+  127.0.0.1 (a subprocess), next to the same calls on an in-process ``Session`` on a
+  ``LocalExecutor`` (``local_*_p50_ms``, as the service's own sessions run);
+  ``remote_exec_overhead_ms`` is the difference of the exec p50s (target: within 2 ms).
 
 Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [--workers 4]``
 """
@@ -39,6 +44,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from assay import Limits, LocalExecutor, Runner, Sandbox, Session, SessionLimits
 from assay.tasks import AgentTask
@@ -279,6 +285,96 @@ def bench_verify(runner: Runner, n: int, episodes: int, workers: int) -> dict[st
     }
 
 
+def _serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
+    """``assay serve`` on a free 127.0.0.1 port (records off, as the local side's)."""
+    import socket
+    import sys
+
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = ["serve", "--host", "127.0.0.1", "--port", str(port), "--slots", str(slots)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from assay.cli import main; main()", *argv, "--records", "off"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ASSAY_API_TOKEN": ""},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("assay serve did not start")
+
+
+def _calls(make: Any, task: AgentTask, n: int) -> dict[str, float]:
+    """p50 of create, exec, fork and verify on sessions ``make(**kwargs)`` returns."""
+    create, exec_, fork, verify = [], [], [], []
+    for _ in range(n):
+        t = time.perf_counter()
+        s = make(limits=IDLE_LIMITS)
+        create.append(time.perf_counter() - t)
+        s.close()
+    with make(limits=IDLE_LIMITS) as s:
+        s.exec("true")
+        for _ in range(n * 5):
+            t = time.perf_counter()
+            s.exec("true")
+            exec_.append(time.perf_counter() - t)
+        s.write_file("data.txt", "x" * 1000)
+        for _ in range(n):
+            t = time.perf_counter()
+            child = s.fork()
+            fork.append(time.perf_counter() - t)
+            child.close()
+    with make(task=task, limits=IDLE_LIMITS) as s:
+        s.verify()
+        for _ in range(n):
+            t = time.perf_counter()
+            s.verify()
+            verify.append(time.perf_counter() - t)
+    return {
+        "create_p50_ms": p50(create),
+        "exec_p50_ms": p50(exec_),
+        "fork_p50_ms": p50(fork),
+        "verify_p50_ms": p50(verify),
+    }
+
+
+def bench_remote(runner: Runner, n: int) -> dict[str, float]:
+    from assay.client import SessionClient
+
+    task = _repair_task(runner)
+    with (
+        tempfile.TemporaryDirectory() as state,
+        LocalExecutor(runner, state_dir=state, records="off") as ex,
+    ):
+
+        def local(task: AgentTask | None = None, **kw: Any) -> Session:
+            return Session.for_task(ex, task, **kw) if task is not None else Session(ex, **kw)
+
+        here = _calls(local, task, n)
+    proc, url = _serve(4)
+    try:
+        with SessionClient(url) as client:
+            client.session(limits=IDLE_LIMITS).close()  # the server's pool warms up
+            there = _calls(client.session, task, n)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    out = {f"local_{k}": v for k, v in here.items()}
+    out.update({f"remote_{k}": v for k, v in there.items()})
+    out["remote_exec_overhead_ms"] = there["exec_p50_ms"] - here["exec_p50_ms"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="samples for create/exec p50")
@@ -298,6 +394,7 @@ def main() -> None:
             ("episodes", lambda: bench_episodes(runner, args.episodes, args.workers)),
             ("verify", lambda: bench_verify(runner, args.runs, args.episodes, args.workers)),
             ("idle", lambda: bench_idle(runner, args.idle)),
+            ("remote", lambda: bench_remote(runner, args.runs)),
         ]:
             if args.only and name != args.only:
                 continue

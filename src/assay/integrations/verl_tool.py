@@ -10,7 +10,7 @@ it in a tool-config yaml (``examples/verl_agent_tool.yaml``)::
         tool_schema: ...           # or leave it out: AssayAgentTool.SCHEMA is used
 
 and give each row ``tools_kwargs: {assay_workspace: {create_kwargs: {task: {...}}}}`` (the
-native task format). Tool calls take ``{"command": "..."}`` (a shell step), ``{"verify": true,
+native task format, or that row as JSON text: see ``examples/verl_agent_dataset.py``). Tool calls take ``{"command": "..."}`` (a shell step), ``{"verify": true,
 "diagnosis": "<JSON>"}`` or both. A verification that failed on our side scores 0.0 with
 ``metrics["valid"] = False`` (veRL needs a float; mask it), never a silent 0.
 
@@ -119,6 +119,10 @@ class AssayAgentTool(_BaseTool):  # type: ignore[misc]
         args = {**kwargs, **(create_kwargs or {})}
         if "task" not in args:
             raise ValueError("create_kwargs.task: give the agent task (native format)")
+        if isinstance(args["task"], str):
+            # A dataset's row as JSON text: Parquet would turn each row's file names into
+            # one struct's columns, nulls where a row lacks a file.
+            args["task"] = json.loads(args["task"])
         key = str(args.get("episode_id") or instance_id or uuid.uuid4().hex)
         with self._lock:
             existing = self._episodes.get(key)
