@@ -123,7 +123,6 @@ class ExecResult:
             "signal": self.signal,
             "stdout": encode_output(self.stdout, output_encoding),
             "stderr": encode_output(self.stderr, output_encoding),
-            "output_encoding": output_encoding,
             "stdout_truncated": self.stdout_truncated,
             "stderr_truncated": self.stderr_truncated,
             "cpu_s": round(self.cpu_s, 6),

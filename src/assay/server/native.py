@@ -53,6 +53,7 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
     result = jr.result
     return RunResponse(
         **result.to_json_dict(body.output_encoding),
+        output_encoding=body.output_encoding,
         files={p: _convert.b64(d) for p, d in result.files.items()},
     )
 
