@@ -15,7 +15,6 @@ saves nothing (its changes to cwd and variables are lost, its files are not).
 from __future__ import annotations
 
 import base64
-import errno
 import io
 import json
 import math
@@ -29,6 +28,7 @@ import threading
 import time
 from typing import Any
 
+from .procs import GUARD, Fault, exhausted, kill_group
 from .workspace import WORK, Conn, Refused, workspace_op
 
 STATE = "/tmp/.assay-session"
@@ -127,7 +127,7 @@ class Step:
                 deadline = min(deadline, last_output + self.idle)
             if now >= deadline:
                 reason = "timeout" if now >= start + self.timeout else "idle_timeout"
-                _kill_group(pid)
+                kill_group(pid)
                 _, status, usage = os.wait4(pid, 0)
                 break
             wait_ms = max(1, int((deadline - now) * 1000) + 1)
@@ -231,138 +231,6 @@ def _drain(fd: int) -> None:
         os.close(fd)
 
 
-def _kill_group(pid: int) -> None:
-    """SIGKILL process group ``pid``, again while it has live members: a process forked
-    while the first signal was delivered (a fork bomb's) would otherwise survive it.
-
-    Zombies are members too (``killpg`` succeeds on them) but already dead: the loop ends
-    when no member is alive, not when the group is reaped (the step's own shell is reaped
-    by its caller, orphans by the sandbox's init), so a step stops at its timeout.
-    """
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            return
-        if not _live_members(pid):
-            return
-        time.sleep(0.001)
-
-
-def _live_members(pgid: int) -> bool:
-    """Whether process group ``pgid`` has a member that is not a zombie (from /proc)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        # After the command's name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-#: errno values of a session out of a resource (processes, memory, descriptors).
-EXHAUSTED = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
-
-
-def _exhausted(exc: Exception) -> bool:
-    if isinstance(exc, MemoryError):
-        return True
-    if isinstance(exc, RuntimeError) and "thread" in str(exc):
-        return True  # "can't start new thread": the PID limit
-    return isinstance(exc, OSError) and exc.errno in EXHAUSTED
-
-
-class Fault(Exception):
-    """The session's own state stops a request (not the request's fault): ``kind`` names
-    why, e.g. ``pids_limit``; the trusted side ends the session with that reason."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class Guard:
-    """Keeps the session under its process limit: what finished steps left running
-    (their process groups) is killed, newest first, when the session reaches the limit.
-
-    A step's background processes (a server it started) live on after it; a fork bomb's
-    do too, and would fill the session's PID limit so that no later step could start.
-    A watcher thread and every step's start check the count; the groups of steps still
-    running are never touched here (their own timeouts end them).
-    """
-
-    def __init__(self, limit: int, poll_s: float) -> None:
-        self.limit = limit
-        self.poll_s = poll_s
-        self.groups: list[int] = []  # process groups of finished steps, oldest first
-        self.lock = threading.Lock()
-
-    def start(self) -> None:
-        if self.limit > 0:
-            threading.Thread(target=self._watch, daemon=True, name="guard").start()
-
-    def left(self, pgid: int) -> None:
-        with self.lock:
-            if pgid in self.groups:
-                self.groups.remove(pgid)
-            self.groups.append(pgid)
-
-    def _count(self) -> int:
-        """Tasks of the session as its PID limit counts them: processes (PID 1, the
-        sandbox's init, is not one of them) and the agent's own threads (other processes'
-        threads are not counted: a step that cannot fork is the backstop, see ``fork``)."""
-        procs = sum(1 for name in os.listdir("/proc") if name.isdigit())
-        return procs - 2 + len(os.listdir(f"/proc/{os.getpid()}/task"))
-
-    def _full(self) -> bool:
-        return self.limit > 0 and self._count() >= self.limit - 1
-
-    def relieve(self, force: bool = False) -> bool:
-        """If the session is at its limit (or ``force``: a fork just failed), kill finished
-        steps' groups, newest first, until it is not; returns whether any was killed."""
-        killed = False
-        while (force and not killed) or self._full():
-            with self.lock:
-                if not self.groups:
-                    return killed
-                pgid = self.groups.pop()
-            _kill_group(pgid)
-            killed = True
-            # The killed processes are reaped by the sandbox's init: give it a moment.
-            deadline = time.monotonic() + 0.5
-            while self._full() and time.monotonic() < deadline:
-                time.sleep(0.005)
-        return killed
-
-    def fork(self) -> int:
-        """``os.fork`` for a step; at the limit, what earlier steps left is killed first."""
-        self.relieve()
-        try:
-            return os.fork()
-        except BlockingIOError:
-            if not self.relieve(force=True):
-                raise
-        return os.fork()
-
-    def _watch(self) -> None:
-        while True:
-            time.sleep(self.poll_s)
-            try:
-                self.relieve()
-            except Exception:  # a /proc entry that vanished mid-read: try again next time
-                continue
-
-
-#: Set up by ``main`` from the agent's arguments (the session's process limit).
-GUARD = Guard(0, 1.0)
-
-
 class Kernel:
     """A persistent Python interpreter for notebook cells (started on first use)."""
 
@@ -400,7 +268,7 @@ class Kernel:
         """Kill the interpreter (if it is not dead already); returns its wait status."""
         status = 0
         if self.pid:
-            _kill_group(self.pid)
+            kill_group(self.pid)
             _, status = os.waitpid(self.pid, 0)
             os.close(self.to)
             assert self.frm is not None
@@ -498,7 +366,7 @@ def main() -> None:
             reply = {"ok": False, "error": str(exc), "fault": exc.kind}
         except Exception as exc:  # any failed request is answered, never fatal
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            if _exhausted(exc):
+            if exhausted(exc):
                 # Not refused for what it asks: the session's own resources failed it (no
                 # process, thread, memory or descriptor left): the request is not to blame.
                 reply["fault"] = "error"
