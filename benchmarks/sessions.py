@@ -35,6 +35,7 @@ Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -314,64 +315,65 @@ def _serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("assay serve did not start")
 
 
-def _calls(make: Any, task: AgentTask, n: int) -> dict[str, float]:
-    """p50 of create, exec, fork and verify on sessions ``make(**kwargs)`` returns."""
-    create, exec_, fork, verify = [], [], [], []
-    for _ in range(n):
+def _interleaved(makers: dict[str, Any], task: AgentTask, n: int) -> dict[str, float]:
+    """p50 of create, exec, fork and verify on the sessions each of ``makers`` makes, the
+    makers taking turns call by call, so both see the same load on a shared machine."""
+    times: dict[str, list[float]] = {f"{k}_{op}": [] for k in makers for op in OPS}
+
+    def timed(key: str, fn: Any) -> Any:
         t = time.perf_counter()
-        s = make(limits=IDLE_LIMITS)
-        create.append(time.perf_counter() - t)
-        s.close()
-    with make(limits=IDLE_LIMITS) as s:
-        s.exec("true")
-        for _ in range(n * 5):
-            t = time.perf_counter()
+        out = fn()
+        times[key].append(time.perf_counter() - t)
+        return out
+
+    for _ in range(n):
+        for name, make in makers.items():
+            timed(f"{name}_create", functools.partial(make, limits=IDLE_LIMITS)).close()
+    plain = {name: make(limits=IDLE_LIMITS) for name, make in makers.items()}
+    tasked = {name: make(task=task, limits=IDLE_LIMITS) for name, make in makers.items()}
+    try:
+        for name, s in plain.items():
             s.exec("true")
-            exec_.append(time.perf_counter() - t)
-        s.write_file("data.txt", "x" * 1000)
-        for _ in range(n):
-            t = time.perf_counter()
-            child = s.fork()
-            fork.append(time.perf_counter() - t)
-            child.close()
-    with make(task=task, limits=IDLE_LIMITS) as s:
-        s.verify()
-        for _ in range(n):
-            t = time.perf_counter()
-            s.verify()
-            verify.append(time.perf_counter() - t)
-    return {
-        "create_p50_ms": p50(create),
-        "exec_p50_ms": p50(exec_),
-        "fork_p50_ms": p50(fork),
-        "verify_p50_ms": p50(verify),
-    }
+            s.write_file("data.txt", "x" * 1000)
+            tasked[name].verify()  # the task's baseline run, once
+        for i in range(n * 5):
+            for name, s in plain.items():
+                timed(f"{name}_exec", functools.partial(s.exec, "true"))
+                if i % 5 == 0:
+                    timed(f"{name}_fork", s.fork).close()
+                    timed(f"{name}_verify", tasked[name].verify)
+    finally:
+        for s in [*plain.values(), *tasked.values()]:
+            s.close()
+    return {f"{key}_p50_ms": p50(xs) for key, xs in times.items()}
+
+
+OPS = ("create", "exec", "fork", "verify")
 
 
 def bench_remote(runner: Runner, n: int) -> dict[str, float]:
     from assay.client import SessionClient
 
     task = _repair_task(runner)
-    with (
-        tempfile.TemporaryDirectory() as state,
-        LocalExecutor(runner, state_dir=state, records="off") as ex,
-    ):
-
-        def local(task: AgentTask | None = None, **kw: Any) -> Session:
-            return Session.for_task(ex, task, **kw) if task is not None else Session(ex, **kw)
-
-        here = _calls(local, task, n)
     proc, url = _serve(4)
     try:
-        with SessionClient(url) as client:
+        with (
+            tempfile.TemporaryDirectory() as state,
+            LocalExecutor(runner, state_dir=state, records="off") as ex,
+            SessionClient(url) as client,
+        ):
+
+            def local(task: AgentTask | None = None, **kw: Any) -> Session:
+                if task is not None:
+                    return Session.for_task(ex, task, **kw)
+                return Session(ex, **kw)
+
             client.session(limits=IDLE_LIMITS).close()  # the server's pool warms up
-            there = _calls(client.session, task, n)
+            out = _interleaved({"local": local, "remote": client.session}, task, n)
     finally:
         proc.terminate()
         proc.wait(30)
-    out = {f"local_{k}": v for k, v in here.items()}
-    out.update({f"remote_{k}": v for k, v in there.items()})
-    out["remote_exec_overhead_ms"] = there["exec_p50_ms"] - here["exec_p50_ms"]
+    out["remote_exec_overhead_ms"] = out["remote_exec_p50_ms"] - out["local_exec_p50_ms"]
     return out
 
 
