@@ -13,36 +13,34 @@ from assay import AsyncSessionClient, Runner, Session, SessionClient, SessionEnd
 from assay.client import RemoteError
 from assay.errors import ValidationError
 from assay.sessions import SessionLimits, SessionRefused
-from assay.tasks import AgentTask
+from assay.tasks import AgentTask, tar_of
 
 pytestmark = pytest.mark.slow
 
 LIMITS = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
-TASK = {
-    "task_id": "mul",
-    "instructions": "mul() in ops.py is wrong; fix it.",
-    "files": {"ops.py": "def mul(a, b):\n    return a + b\n"},
-    "tests": {
-        "test_ops.py": "from ops import mul\n\n\ndef test_mul():\n    assert mul(3, 4) == 12\n"
-        "\n\ndef test_two():\n    assert mul(2, 2) == 4\n"
-    },
-}
+TESTS = """from ops import mul
+
+
+def test_mul():
+    assert mul(3, 4) == 12
+
+
+def test_two():
+    assert mul(2, 2) == 4
+"""
+#: mul() adds: one of the two hidden tests passes before the fix.
+TASK = AgentTask(
+    "mul",
+    "mul() in ops.py is wrong; fix it.",
+    {"ops.py": b"def mul(a, b):\n    return a + b\n"},
+    {"test_ops.py": TESTS},
+)
 STEPS = [
     "printf '\\x00\\xff\\xfe raw'",  # not UTF-8: the exact bytes come back
     "echo err >&2; exit 3",
     "cd sub 2>/dev/null || mkdir sub && cd sub; export V=7",
     "pwd; echo $V",
 ]
-
-
-def _tar(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _outcome(step: object) -> tuple[object, ...]:
@@ -65,7 +63,7 @@ def test_remote_steps_equal_in_process_steps(serve_url: str, runner: Runner) -> 
 
 def test_files_tar_fork_and_close(serve_url: str) -> None:
     with SessionClient(serve_url) as client:
-        s = client.session({"a.txt": "hi"}, limits=LIMITS, tar=_tar({"t/b.bin": b"\x01\x02"}))
+        s = client.session({"a.txt": "hi"}, limits=LIMITS, tar=tar_of({"t/b.bin": b"\x01\x02"}))
         s.write_file("src/x.bin", b"\x00\xff")
         assert s.read_file("src/x.bin") == b"\x00\xff"
         assert [e["name"] for e in s.list_files("src")] == ["x.bin"]
@@ -87,7 +85,7 @@ def test_files_tar_fork_and_close(serve_url: str) -> None:
 
 def test_a_whole_episode_with_verification(serve_url: str) -> None:
     with SessionClient(serve_url) as client:
-        with client.session(task=AgentTask.from_dict(TASK), limits=LIMITS) as s:
+        with client.session(task=TASK, limits=LIMITS) as s:
             first = s.verify()
             assert (first.passed, first.total, first.verdict) == (1, 2, "failed")
             s.exec("sed -i 's/a + b/a * b/' ops.py")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from assay_serve import assay_serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -34,8 +35,14 @@ def test_verl_example() -> None:
 def test_verl_dataset_example_against_a_live_server(tmp_path: Path) -> None:
     with assay_serve("--slots", "2", "--records", "off") as url:
         out = subprocess.run(
-            [sys.executable, str(EXAMPLES / "verl_agent_dataset.py"), "--url", url]
-            + ["--out", str(tmp_path / "rows.parquet")],
+            [
+                sys.executable,
+                str(EXAMPLES / "verl_agent_dataset.py"),
+                "--url",
+                url,
+                "--out",
+                str(tmp_path / "rows.parquet"),
+            ],
             capture_output=True,
             text=True,
             timeout=300,
