@@ -133,11 +133,27 @@ class Guard:
                 raise
         return os.fork()
 
+    def _prune(self) -> bool:
+        """Forget finished steps' groups that have no member left; whether any is left (a
+        session whose steps left nothing running costs the watcher no /proc listing)."""
+        with self.lock:
+            groups = list(self.groups)
+        gone = []
+        for pgid in groups:
+            try:
+                os.killpg(pgid, 0)
+            except OSError:
+                gone.append(pgid)
+        with self.lock:
+            self.groups = [g for g in self.groups if g not in gone]
+            return bool(self.groups)
+
     def _watch(self) -> None:
         while True:
             time.sleep(self.poll_s)
             try:
-                self.relieve()
+                if self._prune():
+                    self.relieve()
             except Exception:  # a /proc entry that vanished mid-read: try again next time
                 continue
 
