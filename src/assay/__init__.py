@@ -3,6 +3,7 @@
 The public API lives here; everything else is private to the package.
 """
 
+from .client import AsyncSessionClient, RemoteSession, SessionClient
 from .errors import (
     AssayError,
     ClosedError,
@@ -50,6 +51,7 @@ __all__ = [
     "AgentTask",
     "AssayError",
     "AsyncSession",
+    "AsyncSessionClient",
     "BatchHandle",
     "BinaryReward",
     "ClosedError",
@@ -72,6 +74,7 @@ __all__ = [
     "Problem",
     "QualityReward",
     "RayExecutor",
+    "RemoteSession",
     "Reward",
     "RewardFn",
     "RewardResult",
@@ -82,6 +85,7 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "Session",
+    "SessionClient",
     "SessionEnded",
     "SessionLimits",
     "SessionManager",
