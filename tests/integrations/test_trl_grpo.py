@@ -63,7 +63,7 @@ def test_the_guides_trl_block_trains_as_shown(serve_url: str, tmp_path: Path) ->
     text = (ROOT / "docs" / "guides" / "trainers.md").read_text()
     section = text[text.index("## TRL\n") :]
     blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    shown = [b for b in blocks if "GRPOTrainer(" in b]
+    shown = [b for b in blocks if "trainer.train()" in b]
     assert len(shown) == 1, "the trainers guide shows one GRPOTrainer set-up"
     code = shown[0]
     assert "http://127.0.0.1:8080" in code
