@@ -23,6 +23,11 @@ script ends with one JSON line:
   against a plain one-shot sandbox run of ``pass`` (``verify_vs_plain_run``);
   ``verify_episodes_per_s``: the same 10-step episodes on that task with a ``verify()``
   after every other step (5 verifications per episode).
+- ``remote_*_p50_ms`` (issue 28): create, ``exec("true")``, ``fork()`` (small workspace)
+  and ``verify()`` through ``assay.client.SessionClient`` against an ``assay serve`` on
+  127.0.0.1 (a subprocess), next to the same calls on an in-process ``Session`` on a
+  ``LocalExecutor`` (``local_*_p50_ms``, as the service's own sessions run);
+  ``remote_exec_overhead_ms`` is the difference of the exec p50s (target: within 2 ms).
 
 Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [--workers 4]``
 """
@@ -30,6 +35,7 @@ Usage: ``.venv/bin/python benchmarks/sessions.py [--idle 500] [--episodes 40] [-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -39,6 +45,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from assay import Limits, LocalExecutor, Runner, Sandbox, Session, SessionLimits
 from assay.tasks import AgentTask
@@ -279,6 +286,97 @@ def bench_verify(runner: Runner, n: int, episodes: int, workers: int) -> dict[st
     }
 
 
+def _serve(slots: int) -> tuple[subprocess.Popen[bytes], str]:
+    """``assay serve`` on a free 127.0.0.1 port (records off, as the local side's)."""
+    import socket
+    import sys
+
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = ["serve", "--host", "127.0.0.1", "--port", str(port), "--slots", str(slots)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from assay.cli import main; main()", *argv, "--records", "off"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "ASSAY_API_TOKEN": ""},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("assay serve did not start")
+
+
+def _interleaved(makers: dict[str, Any], task: AgentTask, n: int) -> dict[str, float]:
+    """p50 of create, exec, fork and verify on the sessions each of ``makers`` makes, the
+    makers taking turns call by call, so both see the same load on a shared machine."""
+    times: dict[str, list[float]] = {f"{k}_{op}": [] for k in makers for op in OPS}
+
+    def timed(key: str, fn: Any) -> Any:
+        t = time.perf_counter()
+        out = fn()
+        times[key].append(time.perf_counter() - t)
+        return out
+
+    for _ in range(n):
+        for name, make in makers.items():
+            timed(f"{name}_create", functools.partial(make, limits=IDLE_LIMITS)).close()
+    plain = {name: make(limits=IDLE_LIMITS) for name, make in makers.items()}
+    tasked = {name: make(task=task, limits=IDLE_LIMITS) for name, make in makers.items()}
+    try:
+        for name, s in plain.items():
+            s.exec("true")
+            s.write_file("data.txt", "x" * 1000)
+            tasked[name].verify()  # the task's baseline run, once
+        for i in range(n * 5):
+            for name, s in plain.items():
+                timed(f"{name}_exec", functools.partial(s.exec, "true"))
+                if i % 5 == 0:
+                    timed(f"{name}_fork", s.fork).close()
+                    timed(f"{name}_verify", tasked[name].verify)
+    finally:
+        for s in [*plain.values(), *tasked.values()]:
+            s.close()
+    return {f"{key}_p50_ms": p50(xs) for key, xs in times.items()}
+
+
+OPS = ("create", "exec", "fork", "verify")
+
+
+def bench_remote(runner: Runner, n: int) -> dict[str, float]:
+    from assay.client import SessionClient
+
+    task = _repair_task(runner)
+    proc, url = _serve(4)
+    try:
+        with (
+            tempfile.TemporaryDirectory() as state,
+            LocalExecutor(runner, state_dir=state, records="off") as ex,
+            SessionClient(url) as client,
+        ):
+
+            def local(task: AgentTask | None = None, **kw: Any) -> Session:
+                if task is not None:
+                    return Session.for_task(ex, task, **kw)
+                return Session(ex, **kw)
+
+            client.session(limits=IDLE_LIMITS).close()  # the server's pool warms up
+            out = _interleaved({"local": local, "remote": client.session}, task, n)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    out["remote_exec_overhead_ms"] = out["remote_exec_p50_ms"] - out["local_exec_p50_ms"]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="samples for create/exec p50")
@@ -298,6 +396,7 @@ def main() -> None:
             ("episodes", lambda: bench_episodes(runner, args.episodes, args.workers)),
             ("verify", lambda: bench_verify(runner, args.runs, args.episodes, args.workers)),
             ("idle", lambda: bench_idle(runner, args.idle)),
+            ("remote", lambda: bench_remote(runner, args.runs)),
         ]:
             if args.only and name != args.only:
                 continue

@@ -6,6 +6,7 @@ usage errors, 3 when the sandbox itself failed.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -72,6 +73,17 @@ def test_run_json_has_exactly_the_exec_result_fields(src: WriteSource) -> None:
     assert out["stdout_truncated"] is False and out["stderr_truncated"] is False
     assert isinstance(out["cpu_s"], float) and isinstance(out["wall_s"], float)
     assert isinstance(out["peak_memory_bytes"], int) and out["peak_memory_bytes"] > 0
+
+
+def test_run_json_base64_gives_the_exact_bytes(src: WriteSource) -> None:
+    raw = b"\x00\xff\xfe not utf-8\n"
+    program = src("raw.py", f"import sys\nsys.stdout.buffer.write({raw!r})\n")
+    code, out = run_json(str(program), "--output-encoding", "base64")
+    assert code == 0
+    assert set(out) == RESULT_FIELDS
+    assert base64.b64decode(out["stdout"]) == raw
+    _code, lossy = run_json(str(program))
+    assert lossy["stdout"] == raw.decode(errors="replace")  # the default is unchanged
 
 
 def test_failing_program_exits_zero(src: WriteSource) -> None:

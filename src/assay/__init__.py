@@ -3,6 +3,7 @@
 The public API lives here; everything else is private to the package.
 """
 
+from .client import AsyncSessionClient, RemoteSession, SessionClient
 from .errors import (
     AssayError,
     ClosedError,
@@ -51,6 +52,7 @@ __all__ = [
     "AgentTask",
     "AssayError",
     "AsyncSession",
+    "AsyncSessionClient",
     "BatchHandle",
     "BinaryReward",
     "ClosedError",
@@ -74,6 +76,7 @@ __all__ = [
     "QualityReward",
     "QueueExecutor",
     "RayExecutor",
+    "RemoteSession",
     "Reward",
     "RewardFn",
     "RewardResult",
@@ -84,6 +87,7 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "Session",
+    "SessionClient",
     "SessionEnded",
     "SessionLimits",
     "SessionManager",

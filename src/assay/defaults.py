@@ -295,3 +295,16 @@ def compile_cache_dir() -> Path:
     """``$ASSAY_CACHE_DIR`` or ``~/.cache/assay/compile``."""
     env = os.environ.get("ASSAY_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "assay" / "compile"
+
+
+#: Default wall-clock timeout of one session step (``exec``, ``run_cell``) and of the
+#: adapters' steps, in seconds: long enough for a test run or a build step of a small
+#: repository, short enough that a hung command (a server in the foreground, ``read``
+#: from the terminal) costs an agent's episode half a minute, not its whole TTL. A step is
+#: stopped within about 0.1 s of its timeout (the agent polls the step's pipes and exit).
+SESSION_STEP_TIMEOUT_S = 30.0
+#: How often a session's agent checks that the session is below its process limit (what
+#: finished steps left running, a fork bomb's processes, is killed, newest first, when it
+#: is not): often enough that a bomb left by a step is gone within a fraction of a second,
+#: rarely enough that an idle session's check (one /proc listing) costs nothing measurable.
+SESSION_PIDS_POLL_S = 0.25

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
@@ -19,6 +20,18 @@ Failure = Literal[
     "sandbox_error",
 ]
 Status = Literal["ok", Failure]
+#: How process output travels in JSON: ``utf-8`` (decoded, invalid bytes replaced by
+#: U+FFFD: readable) or ``base64`` (the exact bytes).
+OutputEncoding = Literal["utf-8", "base64"]
+
+
+def encode_output(data: bytes, encoding: OutputEncoding) -> str:
+    """``data`` as a JSON string in ``encoding``."""
+    if encoding == "base64":
+        return base64.b64encode(data).decode("ascii")
+    return data.decode("utf-8", errors="replace")
+
+
 STATUSES: tuple[str, ...] = get_args(Status)
 
 # Upper bounds that stop absurd requests before they reach the kernel.
@@ -101,14 +114,15 @@ class ExecResult:
     def stderr_text(self) -> str:
         return self.stderr.decode("utf-8", errors="replace")
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """Exactly the ExecResult fields of DESIGN.md, output decoded as UTF-8 (lossy)."""
+    def to_json_dict(self, output_encoding: OutputEncoding = "utf-8") -> dict[str, Any]:
+        """Exactly the ExecResult fields of DESIGN.md, output decoded as UTF-8 (lossy), or
+        with ``output_encoding="base64"`` the exact bytes in base64."""
         return {
             "status": self.status,
             "exit_code": self.exit_code,
             "signal": self.signal,
-            "stdout": self.stdout_text,
-            "stderr": self.stderr_text,
+            "stdout": encode_output(self.stdout, output_encoding),
+            "stderr": encode_output(self.stderr, output_encoding),
             "stdout_truncated": self.stdout_truncated,
             "stderr_truncated": self.stderr_truncated,
             "cpu_s": round(self.cpu_s, 6),

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from serve_helpers import served
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -27,6 +29,27 @@ def test_gym_example() -> None:
 def test_verl_example() -> None:
     out = _run("verl_agent_tool.py")
     assert "step reward +1.00" in out and "final reward: 1.0" in out
+
+
+@pytest.mark.slow
+def test_verl_dataset_example_against_a_live_server(tmp_path: Path) -> None:
+    with served("--slots", "2", "--records", "off") as (url, _pid):
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(EXAMPLES / "verl_agent_dataset.py"),
+                "--url",
+                url,
+                "--out",
+                str(tmp_path / "rows.parquet"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "wrote 2 rows" in out.stdout
+    assert out.stdout.count("final reward 1.0") == 2, out.stdout
 
 
 def test_skyrl_example() -> None:

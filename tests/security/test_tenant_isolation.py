@@ -136,6 +136,8 @@ ATTEMPTS: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/sessions/{session_id}/fork"): {},
     ("GET", "/v1/sessions/{session_id}/files"): {},
     ("GET", "/v1/sessions/{session_id}/tar"): {},
+    ("PUT", "/v1/sessions/{session_id}/tar"): {"content": b""},
+    ("POST", "/v1/sessions/{session_id}/cell"): {"json": {"code": "open('owned', 'w')"}},
     ("GET", "/v1/sessions/{session_id}/files/{path:path}"): {},
     ("PUT", "/v1/sessions/{session_id}/files/{path:path}"): {"content": b"0wned"},
     ("DELETE", "/v1/sessions/{session_id}/files/{path:path}"): {},

@@ -78,6 +78,10 @@ def record(**overrides: Any) -> dict[str, Any]:
         "worker": "w0",
         "host": "h0",
         "source_job_id": f"job-{n:06d}",
+        "session_id": None,
+        "episode_id": None,
+        "step": None,
+        "step_reward": None,
     }
     rec.update(overrides)
     if "job_id" in overrides and "source_job_id" not in overrides:

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .. import defaults, languages
 from ..errors import AssayError, ValidationError
-from ..types import ExecResult, Limits
+from ..types import ExecResult, Limits, OutputEncoding
 from ._common import (
     EXIT_OK,
     EXIT_SANDBOX,
@@ -54,6 +54,13 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object with the ExecResult fields.")
     ] = False,
+    output_encoding: Annotated[
+        OutputEncoding,
+        typer.Option(
+            "--output-encoding",
+            help="With --json: utf-8 (lossy, readable) or base64 (the exact bytes).",
+        ),
+    ] = "utf-8",
     insecure: Insecure = False,
     image: Annotated[
         str | None,
@@ -96,7 +103,7 @@ def run(
     finally:
         runner.close()
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json_dict()) + "\n")
+        sys.stdout.write(json.dumps(result.to_json_dict(output_encoding)) + "\n")
     else:
         _print_result(result)
     raise typer.Exit(EXIT_SANDBOX if result.status == "sandbox_error" else EXIT_OK)

@@ -109,6 +109,10 @@ def build(
         "source_job_id": result.source_job_id or result.job_id,
         "worker": result.worker,
         "host": _HOST,
+        "session_id": None,
+        "episode_id": None,
+        "step": None,
+        "step_reward": None,
     }
 
 

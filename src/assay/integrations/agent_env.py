@@ -25,8 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import defaults
+from ..client import SessionClient
 from ..errors import ValidationError
-from ..sessions import Session, SessionEnded, SessionLimits
+from ..sessions import Session, SessionEnded, SessionLike, SessionLimits
 from ..sessions.verify import EpisodeRewards, VerifyResult
 from ..tasks import AgentTask
 
@@ -107,8 +109,29 @@ def describe(v: VerifyResult) -> str:
     return "\n".join(lines)
 
 
+_clients: dict[tuple[str, str | None], SessionClient] = {}
+
+
+def source_of(source: object, url: str | None, token: str | None = None) -> object:
+    """Where an adapter's sessions live: ``url`` (an ``assay serve``; one pooled client per
+    URL and token in the process) when given, else ``source`` (a Runner or LocalExecutor;
+    ``None``: the process-wide embedded executor)."""
+    if url:
+        key = (url.rstrip("/"), token)
+        if key not in _clients:  # a race makes two clients, one of them unused: harmless
+            _clients[key] = SessionClient(url, token)
+        return _clients[key]
+    if source is None:
+        from ._judging import default_executor
+
+        return default_executor()
+    return source
+
+
 class Episode:
-    """One agent episode: a session on a task, stepped by actions."""
+    """One agent episode: a session on a task, stepped by actions. ``source``: a Runner or
+    LocalExecutor (the session is in this process), or a ``SessionClient`` (it is held by
+    that server: the trainer's process needs no sandbox of its own)."""
 
     def __init__(
         self,
@@ -117,7 +140,7 @@ class Episode:
         *,
         gated: bool = False,
         max_steps: int = 30,
-        step_timeout_s: float = 30.0,
+        step_timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S,
         limits: SessionLimits | None = None,
         **session_kwargs: Any,
     ) -> None:
@@ -126,9 +149,14 @@ class Episode:
         self.step_timeout_s = step_timeout_s
         self.steps = 0
         self.done = False
-        self.session = Session.for_task(
-            source, self.task, gated=gated, limits=limits or DEFAULT_LIMITS, **session_kwargs
-        )
+        lim = limits or DEFAULT_LIMITS
+        self.session: SessionLike
+        if isinstance(source, SessionClient):
+            self.session = source.session(task=self.task, gated=gated, limits=lim, **session_kwargs)
+        else:
+            self.session = Session.for_task(
+                source, self.task, gated=gated, limits=lim, **session_kwargs
+            )
 
     @property
     def prompt(self) -> str:
@@ -220,5 +248,6 @@ __all__ = [
     "Outcome",
     "describe",
     "parse_action",
+    "source_of",
     "task_of",
 ]

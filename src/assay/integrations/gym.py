@@ -18,8 +18,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import defaults
 from ..tasks import AgentTask
-from .agent_env import MAX_OBSERVATION, Episode, task_of
+from .agent_env import MAX_OBSERVATION, Episode, source_of, task_of
 
 _gym: Any
 _Base: Any
@@ -32,7 +33,8 @@ except ImportError:  # the same reset/step contract without it
 
 class TaskEnv(_Base):  # type: ignore[misc]
     """One task per episode, from ``tasks``; ``source`` is a Runner or LocalExecutor
-    (default: the shared embedded executor)."""
+    (default: the shared embedded executor), or ``url`` (and ``token``) an ``assay serve``
+    that holds the sessions."""
 
     metadata: dict[str, Any] = {"render_modes": []}
 
@@ -43,14 +45,14 @@ class TaskEnv(_Base):  # type: ignore[misc]
         *,
         gated: bool = False,
         max_steps: int = 30,
-        step_timeout_s: float = 30.0,
+        step_timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S,
+        url: str | None = None,
+        token: str | None = None,
     ) -> None:
-        from ._judging import default_executor
-
         self.tasks = [task_of(t) for t in tasks]
         if not self.tasks:
             raise ValueError("tasks: give at least one task")
-        self.source = source if source is not None else default_executor()
+        self.source = source_of(source, url, token)
         self.gated, self.max_steps, self.step_timeout_s = gated, max_steps, step_timeout_s
         self.episode: Episode | None = None
         self._rng = random.Random()

@@ -10,16 +10,19 @@ format, as ``extras["task"]``, or as ``extras["reward_spec"]["ground_truth"]``):
 :mod:`assay.integrations.agent_env`) and returns ``BaseTextEnvStepOutput``: the observation
 as a user message, the step reward (the final reward on the last step), ``done``, and the
 verification in ``metadata``. ``env_config`` may set ``gated``, ``max_turns``,
-``step_timeout_s``.
+``step_timeout_s``, and ``url`` (with ``token``, or ``$ASSAY_API_TOKEN``): the sessions are
+then held by that ``assay serve``, not by this process.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from .agent_env import Episode
+from .. import defaults
+from .agent_env import Episode, source_of
 
 _Base: Any
 _Output: Any
@@ -50,16 +53,20 @@ class AssayTaskEnv(_Base):  # type: ignore[misc]
         self.max_turns = int(_config(env_config, "max_turns", 30))
         self.turns = 0
         self._task = task
-        self._source = extras.get("source") or _config(env_config, "source", None)
+        self._source = source_of(
+            extras.get("source") or _config(env_config, "source", None),
+            _config(env_config, "url", None),
+            _config(env_config, "token", None) or os.environ.get("ASSAY_API_TOKEN"),
+        )
         self._gated = bool(_config(env_config, "gated", False))
-        self._timeout = float(_config(env_config, "step_timeout_s", 30.0))
+        self._timeout = float(
+            _config(env_config, "step_timeout_s", defaults.SESSION_STEP_TIMEOUT_S)
+        )
         self.episode: Episode | None = None
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        from ._judging import default_executor
-
         self.episode = Episode(
-            self._source if self._source is not None else default_executor(),
+            self._source,
             self._task,
             gated=self._gated,
             max_steps=self.max_turns,

@@ -6,13 +6,17 @@ it in a tool-config yaml (``examples/verl_agent_tool.yaml``)::
 
     tools:
       - class_name: assay.integrations.verl_tool.AssayAgentTool
-        config: {type: native, gated: false, step_timeout_s: 30}
+        config: {type: native, gated: false, step_timeout_s: 30, url: "http://sandbox:8080"}
         tool_schema: ...           # or leave it out: AssayAgentTool.SCHEMA is used
 
 and give each row ``tools_kwargs: {assay_workspace: {create_kwargs: {task: {...}}}}`` (the
-native task format). Tool calls take ``{"command": "..."}`` (a shell step), ``{"verify": true,
+native task format, or that row as JSON text: see ``examples/verl_agent_dataset.py``). Tool calls take ``{"command": "..."}`` (a shell step), ``{"verify": true,
 "diagnosis": "<JSON>"}`` or both. A verification that failed on our side scores 0.0 with
 ``metrics["valid"] = False`` (veRL needs a float; mask it), never a silent 0.
+
+With ``url`` (and ``token``, or ``$ASSAY_API_TOKEN``) in the config the sessions are held by
+that ``assay serve`` (or the Ray cluster behind it): rollout workers on GPU nodes need no
+root, namespaces or cgroups. Without it they run in this process's embedded executor.
 
 veRL's own agent loop (``tool_agent_loop``, 0.9) creates and releases a tool instance around
 *every* call; the session of a trajectory then lives across calls when ``create_kwargs``
@@ -25,12 +29,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import threading
 import uuid
 from typing import Any
 
+from .. import defaults
 from ..sessions import SessionLimits
-from .agent_env import Episode, describe
+from .agent_env import Episode, describe, source_of
 
 _BaseTool: Any
 _ToolResponse: Any
@@ -78,9 +84,13 @@ class AssayAgentTool(_BaseTool):  # type: ignore[misc]
             super().__init__(config, tool_schema)
         else:
             self.config, self.tool_schema, self.name = config, tool_schema, "assay_workspace"
-        self.source = config.get("source")
+        self.source = source_of(
+            config.get("source"),
+            config.get("url"),
+            config.get("token") or os.environ.get("ASSAY_API_TOKEN"),
+        )
         self.gated = bool(config.get("gated", False))
-        self.step_timeout_s = float(config.get("step_timeout_s", 30.0))
+        self.step_timeout_s = float(config.get("step_timeout_s", defaults.SESSION_STEP_TIMEOUT_S))
         limits = config.get("limits")
         self.limits = SessionLimits(**limits) if isinstance(limits, dict) else None
         self._episodes: dict[str, Episode] = {}
@@ -106,11 +116,13 @@ class AssayAgentTool(_BaseTool):  # type: ignore[misc]
         loop: ``create(create_kwargs={"task": ..., "episode_id": ...})``)."""
         import asyncio
 
-        from ._judging import default_executor
-
         args = {**kwargs, **(create_kwargs or {})}
         if "task" not in args:
             raise ValueError("create_kwargs.task: give the agent task (native format)")
+        if isinstance(args["task"], str):
+            # A dataset's row as JSON text: Parquet would turn each row's file names into
+            # one struct's columns, nulls where a row lacks a file.
+            args["task"] = json.loads(args["task"])
         key = str(args.get("episode_id") or instance_id or uuid.uuid4().hex)
         with self._lock:
             existing = self._episodes.get(key)
@@ -118,12 +130,13 @@ class AssayAgentTool(_BaseTool):  # type: ignore[misc]
             return key, _ToolResponse(text=existing.prompt)
         episode = await asyncio.to_thread(
             Episode,
-            self.source if self.source is not None else default_executor(),
+            self.source,
             args["task"],
             gated=self.gated,
             max_steps=1_000_000,  # the trainer decides when a trajectory ends
             step_timeout_s=self.step_timeout_s,
             limits=self.limits,
+            episode_id=key,  # the trajectory's records carry its id
         )
         with self._lock:
             self._episodes[key] = episode

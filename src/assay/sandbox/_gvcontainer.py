@@ -29,6 +29,7 @@ class Pool(Protocol):
     state: str
     cgroups: CgroupBackend | None
     seccomp: str
+    seccomp_net: str
 
     def runsc_argv(self) -> list[str]: ...
 
@@ -97,7 +98,8 @@ class Container:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd, self.rfd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         with contextlib.suppress(OSError):  # a sandbox that died says why just below
-            send(self.wfd, {"kind": "setup", "seccomp": owner.seccomp})
+            setup = {"kind": "setup", "seccomp": owner.seccomp, "seccomp_net": owner.seccomp_net}
+            send(self.wfd, setup)
         ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
         if ready is None or ready.get("kind") != "ready":
             err = self._stderr()
@@ -117,6 +119,7 @@ class Container:
         lim = req.limits
         msg: dict[str, Any] = {
             "mode": req.mode,
+            "network": req.network,
             "argv": list(req.argv),
             # The bytes follow the message, files then stdin, as they are (no copy in JSON).
             "files": [[p, len(c), m] for p, c, m in req.files],

@@ -35,7 +35,7 @@ class _SockFprog(ctypes.Structure):
 class Kernel:
     """The C library's mount, umount2, unshare and prctl, checked."""
 
-    def __init__(self, seccomp_b64: str) -> None:
+    def __init__(self, seccomp_b64: str, seccomp_net_b64: str = "") -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         self._mount = libc.mount
         self._mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
@@ -45,10 +45,12 @@ class Kernel:
         self._unshare.argtypes = [ctypes.c_int]
         self._prctl = libc.prctl
         self._prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
-        bpf = base64.b64decode(seccomp_b64)
-        self._filter = ctypes.create_string_buffer(bpf, len(bpf))
-        self._prog = _SockFprog(len(bpf) // 8, ctypes.addressof(self._filter))
-        self.seccomp = bool(bpf)
+        self._filters, self._progs = [], []
+        for b64 in (seccomp_b64, seccomp_net_b64 or seccomp_b64):
+            bpf = base64.b64decode(b64)
+            self._filters.append(ctypes.create_string_buffer(bpf, len(bpf)))
+            self._progs.append(_SockFprog(len(bpf) // 8, ctypes.addressof(self._filters[-1])))
+        self.seccomp = bool(seccomp_b64)
 
     def _check(self, ret: int, what: str) -> None:
         if ret != 0:
@@ -76,15 +78,15 @@ class Kernel:
                     break
                 self._check(-1, f"drop capability {cap}")
 
-    def confine_user(self) -> None:
+    def confine_user(self, net: bool = False) -> None:
         """In the forked program, now the sandbox user: no new privileges, the default
-        tier's seccomp filter, and its own /proc files readable by itself again (a change of
-        uid made it non-dumpable)."""
+        tier's seccomp filter (``net``: the one of loopback runs, which allows IP sockets),
+        and its own /proc files readable by itself again (a change of uid made it
+        non-dumpable)."""
         self._check(self.prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
         if self.seccomp:
-            ret = self._prctl(
-                PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._prog), 0, 0
-            )
+            prog = self._progs[1 if net else 0]
+            ret = self._prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0)
             self._check(ret, "seccomp")
         self._check(self.prctl(PR_SET_DUMPABLE, 1), "dumpable")
 

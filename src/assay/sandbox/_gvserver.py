@@ -152,7 +152,7 @@ def _child(
     os.setgroups([])
     os.setgid(UID)
     os.setuid(UID)
-    gvkernel.kernel.confine_user()
+    gvkernel.kernel.confine_user(req.get("network") == "loopback")
     os.chdir(WORK)
     for name in os.listdir("/proc/self/fd"):  # not closerange: a syscall per fd number
         if int(name) > 2 + len(extra):
@@ -418,7 +418,7 @@ def main() -> None:
     # The host's first message: the seccomp filter (not in the environment: PID 1's
     # /proc/1/environ is readable by the programs under gVisor, and stays empty).
     setup = _recv(ctl_in)
-    kernel = gvkernel.kernel = gvkernel.Kernel(setup["seccomp"])
+    kernel = gvkernel.kernel = gvkernel.Kernel(setup["seccomp"], setup.get("seccomp_net", ""))
     kernel.prctl(gvkernel.PR_SET_DUMPABLE, 0)  # no program reads this process's /proc files
     writable = gvkernel.Writable(kernel)
 

@@ -19,6 +19,7 @@ from ._inside import wire
 from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
+Network = Literal["none", "loopback"]
 KillReason = Literal["time", "wall", "output", "stopped"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
@@ -60,6 +61,10 @@ class RunRequest:
     #: ``cpu.weight``): agent sessions weigh less, so their processes yield a contested core
     #: to judged runs and take it whole when nothing else wants it.
     cpu_weight: int = 100
+    #: ``none``: no network at all (judged runs); ``loopback``: the run's own network
+    #: namespace gets ``lo`` up, so 127.0.0.1 and ::1 reach the run's own servers and
+    #: nothing else (no other interface exists in it; an agent session's servers).
+    network: Network = "none"
 
 
 @dataclass

@@ -19,11 +19,16 @@ from .cgroups import CgroupBackend, CgroupLimits, RunCgroup
 class SlotHandle:
     """One slot as the supervisor sees it: its init's socket, pidfd and armed cgroup."""
 
-    def __init__(self, sock: socket.socket, zygote: ZygoteProcess, launcher: bool) -> None:
+    def __init__(
+        self, sock: socket.socket, zygote: ZygoteProcess, launcher: bool, net: bool = False
+    ) -> None:
         self.sock = sock
         self.zygote = zygote
         #: Whether this slot's program processes are the C launcher (exec-mode runs only).
         self.launcher = launcher
+        #: Whether its runs have loopback networking (``RunRequest.network``): ``lo`` up in
+        #: the slot's own network namespace and a seccomp filter that allows IP sockets.
+        self.net = net
         self.pidfd: int | None = None
         self.cg: RunCgroup | None = None
         self.req_sock: socket.socket | None = None  # to the armed program process
@@ -174,11 +179,16 @@ class SlotHandle:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
         fds = cg.procs_fds() if cg is not None else []
         try:
-            wire.send_raw(self.sock, wire.ARM[self.launcher], fds)
+            wire.send_raw(self.sock, (wire.ARM_NET if self.net else wire.ARM)[self.launcher], fds)
         finally:
             for fd in fds:
                 os.close(fd)
         self.cg = cg
+
+    @property
+    def kind(self) -> tuple[bool, bool]:
+        """Which idle pool the slot goes back to: (launcher, net)."""
+        return self.launcher, self.net
 
     def kill_run(self) -> None:
         wire.send_raw(self.sock, wire.KILL)

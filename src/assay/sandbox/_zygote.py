@@ -89,9 +89,9 @@ class ZygoteProcess:
                         passed.append(fd)
         if config.image_root is not None and config.seccomp:
             # The image's fork server loads the filter the host's libseccomp compiled.
-            bpf = image_seccomp_fd()
-            cfg["seccomp_fd"] = bpf
-            passed.append(bpf)
+            bpf, bpf_net = image_seccomp_fd(), image_seccomp_fd(inet=True)
+            cfg["seccomp_fd"], cfg["seccomp_net_fd"] = bpf, bpf_net
+            passed += [bpf, bpf_net]
         bundle = wire.memfd_with(_bundle(), "assay-boot")
         passed.append(bundle)
         env = {"PATH": defaults.SANDBOX_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}

@@ -45,13 +45,13 @@ from .sandbox import validate_request
 _HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
 
 
-def _seccomp_program() -> str:
+def _seccomp_program(inet: bool = False) -> str:
     """The default tier's seccomp filter (compiled here with the host's libseccomp), which
     the exec server loads into every program: the same calls refused, the same errors."""
     from ._inside import seccomp
 
     try:
-        return base64.b64encode(seccomp.build().bpf).decode()
+        return base64.b64encode(seccomp.build(inet).bpf).decode()
     except seccomp.SeccompUnavailable as exc:
         raise SandboxError(f"cannot compile the seccomp filter for the gVisor tier: {exc}") from exc
 
@@ -103,6 +103,9 @@ class GVisorSandbox:
         self._ids = itertools.count()
         self._skeleton = self._make_skeleton()
         self.seccomp = _seccomp_program() if self.config.seccomp else ""
+        #: Loopback runs' filter (IP sockets allowed): gVisor's ``--network=none`` netstack
+        #: has a loopback of its own per sandbox and nothing else.
+        self.seccomp_net = _seccomp_program(inet=True) if self.config.seccomp else ""
 
     # -- the container ------------------------------------------------------------------
     def runsc_argv(self) -> list[str]:

@@ -116,11 +116,13 @@ class Sandbox:
         self._zygote: ZygoteProcess | None = None
         self._closed = False
         self._ncpu = len(os.sched_getaffinity(0))
-        #: Idle armed slots by kind (C launcher or Python program process), kept for reuse
-        #: so a run starts without creating namespaces.
-        self._idle: dict[bool, collections.deque[SlotHandle]] = {
-            False: collections.deque(),
-            True: collections.deque(),
+        #: Idle armed slots by kind (C launcher or Python program process; loopback up, with
+        #: the seccomp filter that allows IP sockets, or not), kept for reuse so a run starts
+        #: without creating namespaces.
+        self._idle: dict[tuple[bool, bool], collections.deque[SlotHandle]] = {
+            (launcher, net): collections.deque()
+            for launcher in (False, True)
+            for net in (False, True)
         }
         #: Idle slots kept per kind.
         self.pool_size = pool_size if pool_size is not None else max(4, 4 * self._ncpu)
@@ -147,9 +149,9 @@ class Sandbox:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            idle = [*self._idle[False], *self._idle[True]]
-            self._idle[False].clear()
-            self._idle[True].clear()
+            idle = [slot for kind in self._idle.values() for slot in kind]
+            for kind in self._idle.values():
+                kind.clear()
         for slot in idle:
             self._retire(slot)
         self._wake()
@@ -183,7 +185,7 @@ class Sandbox:
             with self._lock:
                 if self._closed:
                     break
-                slots = [*self._idle[False], *self._idle[True]]
+                slots = [slot for kind in self._idle.values() for slot in kind]
             watch: dict[int, SlotHandle] = {}
             for slot in slots:
                 fd = slot.pending_fd()
@@ -214,7 +216,7 @@ class Sandbox:
     def idle_slots(self) -> int:
         """Armed slots waiting for a run (each holds one program process, not yet running)."""
         with self._lock:
-            return len(self._idle[False]) + len(self._idle[True])
+            return sum(len(kind) for kind in self._idle.values())
 
     @property
     def zygote_info(self) -> dict[str, object]:
@@ -228,7 +230,7 @@ class Sandbox:
         return z.proc.pid if z is not None else None
 
     # -- slots ----------------------------------------------------------------------------
-    def _new_slot(self, zygote: ZygoteProcess, launcher: bool) -> SlotHandle:
+    def _new_slot(self, zygote: ZygoteProcess, launcher: bool, net: bool = False) -> SlotHandle:
         """Ask the fork server for one more slot, and arm it (returns before it is ready)."""
         sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         uid = self.uids.take() if self.uids is not None else None
@@ -248,7 +250,7 @@ class Sandbox:
             raise
         finally:
             child.close()
-        slot = SlotHandle(sock, zygote, launcher)
+        slot = SlotHandle(sock, zygote, launcher, net)
         slot.uid = uid
         self._arm(slot)
         return slot
@@ -262,7 +264,7 @@ class Sandbox:
                 self._cg_pool.dispose(cg)
             raise
 
-    def _acquire(self, mode: str) -> SlotHandle:
+    def _acquire(self, mode: str, net: bool = False) -> SlotHandle:
         """A ready, armed slot for ``mode``: the longest-idle one if any (so the others
         finish resetting in the background), else a new one."""
         error = ""
@@ -270,14 +272,14 @@ class Sandbox:
             zygote = self._zygote_for_run()
             launcher = mode == "exec" and bool(zygote.info.get("launcher"))
             with self._lock:
-                idle = self._idle[launcher]
+                idle = self._idle[launcher, net]
                 slot = idle.popleft() if idle else None
             if slot is not None and slot.zygote is not zygote:
                 self._retire(slot)
                 continue
             if slot is None:
                 try:
-                    slot = self._new_slot(zygote, launcher)
+                    slot = self._new_slot(zygote, launcher, net)
                 except (SandboxError, OSError) as exc:
                     error = str(exc)
                     continue
@@ -296,7 +298,7 @@ class Sandbox:
         slot.runs += 1
         if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
             with self._lock:
-                keep = not self._closed and len(self._idle[slot.launcher]) < self.pool_size
+                keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
             if keep:
                 try:
                     self._arm(slot)
@@ -305,7 +307,7 @@ class Sandbox:
             if keep:
                 with self._lock:
                     slot.in_use = False
-                    self._idle[slot.launcher].append(slot)
+                    self._idle[slot.kind].append(slot)
                 self._wake()
                 return
         self._retire(slot)
@@ -334,7 +336,7 @@ class Sandbox:
         for slot in fresh:
             if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
                 with self._lock:
-                    self._idle[slot.launcher].append(slot)
+                    self._idle[slot.kind].append(slot)
                 self._wake()
             else:
                 self._retire(slot)
@@ -354,7 +356,7 @@ class Sandbox:
     def _execute(self, req: RunRequest) -> ExecResult:
         files, collect = validate_request(req)
         try:
-            slot = self._acquire(req.mode)
+            slot = self._acquire(req.mode, req.network == "loopback")
         except SandboxError as exc:
             return ExecResult(status="sandbox_error", stderr=str(exc).encode())
         # No silent re-run here: a run whose sandbox failed under it is reported as

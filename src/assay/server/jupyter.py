@@ -4,7 +4,9 @@ The cells run one after another in the session's persistent Python interpreter, 
 defined in one cell is there in the next, as in a notebook. ``cell_timeout`` (0: none but
 the total) stops a cell; ``total_timeout`` bounds all of them, and a cell still running at
 either is stopped, the cells after it are not run, and the answer says so
-(``driver.status: TimeLimitExceeded``). Each request gets its own session, closed when the
+(``driver.status: TimeLimitExceeded``). An interpreter that dies (``os._exit``, a signal,
+the session's memory limit) ends the run the same way with ``driver.status: Error`` and
+how it died as the message. Each request gets its own session, closed when the
 answer is ready; it counts against the session cap (429 beyond it).
 """
 
@@ -74,6 +76,7 @@ def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupy
     cells: list[CellRunResult] = []
     status = CommandRunStatus.Finished
     failed = False
+    died = ""
     for code in body.cells:
         left = body.total_timeout - (time.monotonic() - start)
         limit = min(left, body.cell_timeout) if body.cell_timeout > 0 else left
@@ -81,7 +84,11 @@ def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupy
             status = CommandRunStatus.TimeLimitExceeded
             break
         result = session.run_cell(code, timeout_s=limit)
-        if result.status not in ("ok", "error"):  # stopped at its timeout, or died
+        if result.status == "died":  # os._exit, a signal, out of memory: the program's end
+            cells.append(CellRunResult(stdout="", stderr=result.detail, display=[], error=[]))
+            status, died = CommandRunStatus.Error, result.detail
+            break
+        if result.status not in ("ok", "error"):  # stopped at its timeout
             cells.append(CellRunResult(stdout="", stderr=result.status, display=[], error=[]))
             status = CommandRunStatus.TimeLimitExceeded
             break
@@ -96,7 +103,7 @@ def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupy
     ok = status == CommandRunStatus.Finished and not failed
     return RunJupyterResponse(
         status=RunStatus.Success if ok else RunStatus.Failed,
-        message="" if ok else ("time limit exceeded" if not failed else "a cell raised"),
+        message=_message(status, failed, died),
         driver=CommandRunResult(
             status=status,
             execution_time=time.monotonic() - start,
@@ -105,6 +112,14 @@ def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupy
         cells=cells,
         files=files,
     )
+
+
+def _message(status: CommandRunStatus, failed: bool, died: str) -> str:
+    if status == CommandRunStatus.Error:
+        return died
+    if status == CommandRunStatus.TimeLimitExceeded:
+        return "time limit exceeded"
+    return "a cell raised" if failed else ""
 
 
 @router.post("/run_jupyter", response_model=RunJupyterResponse)

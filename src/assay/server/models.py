@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..types import OutputEncoding
+
 # -- SandboxFusion ---------------------------------------------------------------------------
 
 
@@ -135,6 +137,9 @@ class RunRequest(_Environment):
     limits: LimitsModel | None = None
     files: dict[str, str] = Field({}, description="path -> base64 content (work dir)")
     fetch_files: list[str] = []
+    output_encoding: OutputEncoding = Field(
+        "utf-8", description="stdout/stderr in the answer: utf-8 (lossy) or base64 (exact bytes)"
+    )
 
 
 class ProcessOutput(BaseModel):
@@ -144,6 +149,7 @@ class ProcessOutput(BaseModel):
     signal: int | None
     stdout: str
     stderr: str
+    output_encoding: OutputEncoding = "utf-8"
     stdout_truncated: bool
     stderr_truncated: bool
     cpu_s: float

@@ -53,7 +53,9 @@ async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
         raise HTTPException(503, f"no result: {jr.reason}")
     result = jr.result
     return RunResponse(
-        **result.to_json_dict(), files={p: _convert.b64(d) for p, d in result.files.items()}
+        **result.to_json_dict(body.output_encoding),
+        output_encoding=body.output_encoding,
+        files={p: _convert.b64(d) for p, d in result.files.items()},
     )
 
 

@@ -10,6 +10,7 @@ sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import os
 import threading
@@ -29,6 +30,7 @@ from ..sessions import (
     DownloadTooLarge,
     Session,
     SessionEnded,
+    SessionFault,
     SessionLimits,
     SessionManager,
     SessionRefused,
@@ -37,6 +39,7 @@ from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach, limits_for
 from ..tasks import AgentTask
 from ..tasks.workspace import workspace_tar
+from ..types import OutputEncoding, encode_output
 from . import _convert
 from ._callers import callers_of
 from ._service import PRIORITIES, Svc, Who, caller_of
@@ -85,6 +88,12 @@ class CreateRequest(BaseModel):
     image: str | None = Field(
         None, description="task image (id or name, `assay image list`); unknown: 422"
     )
+    episode_id: str | None = Field(
+        None, min_length=1, max_length=200, description="the episode its records belong to"
+    )
+    loopback: bool = Field(
+        True, description="127.0.0.1 inside the session (its own network namespace) works"
+    )
 
 
 class VerifyRequest(BaseModel):
@@ -95,9 +104,15 @@ class VerifyRequest(BaseModel):
 class ExecRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     command: str
-    timeout_s: float = 30.0
     idle_timeout_s: float | None = None
     stdin: str = ""
+    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
+    output_encoding: OutputEncoding = Field(
+        "utf-8", description="stdout/stderr in the answer: utf-8 (lossy) or base64 (exact bytes)"
+    )
+    stdin_encoding: OutputEncoding = Field(
+        "utf-8", description="how `stdin` is given: utf-8 text or base64 (any bytes)"
+    )
 
 
 class ExecResponse(ProcessOutput):
@@ -170,6 +185,8 @@ async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: A
         return _unknown(exc)
     except SessionRefused as exc:
         return JSONResponse({"field": "path", "message": f"path: {exc}"}, 400)
+    except SessionFault as exc:  # the session's own state, never the request's fault
+        return JSONResponse({"field": None, "message": f"session: {exc}", "reason": exc.kind}, 503)
 
 
 @router.post("")
@@ -202,10 +219,13 @@ async def create(
                 tar=tar,
                 image=image,
                 owner=who.name,
+                episode_id=body.episode_id,
+                loopback=body.loopback,
             )
         )
     if task is not None:
         attach(session, task, gated=body.gated)
+        session.task_id = task.task_id
     return session.info()
 
 
@@ -280,15 +300,24 @@ async def close(session_id: str, m: Manager, who: Who) -> Any:
 @router.post("/{session_id}/exec", response_model=ExecResponse)
 async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager, who: Who) -> Any:
     """One shell step (cwd and exported variables carry over from the previous step)."""
-    stdin = _convert.stdin(body.stdin, svc.settings)
+    if body.stdin_encoding == "base64":
+        try:
+            stdin = base64.b64decode(body.stdin, validate=True)
+        except ValueError:
+            raise ValidationError("stdin", "not base64 (stdin_encoding is base64)") from None
+        if len(stdin) > svc.settings.max_stdin_bytes:
+            raise ValidationError("stdin", f"more than {svc.settings.max_stdin_bytes} bytes")
+    else:
+        stdin = _convert.stdin(body.stdin, svc.settings)
     step = await _on(
         m, who, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
     )
     if isinstance(step, JSONResponse):
         return step
     out = step.to_dict()
-    out["stdout"] = step.stdout.decode(errors="replace")
-    out["stderr"] = step.stderr.decode(errors="replace")
+    out["stdout"] = encode_output(step.stdout, body.output_encoding)
+    out["stderr"] = encode_output(step.stderr, body.output_encoding)
+    out["output_encoding"] = body.output_encoding
     return out
 
 
@@ -388,4 +417,28 @@ async def _chunks(download: Download) -> AsyncIterator[bytes]:
 async def delete_file(session_id: str, path: str, m: Manager, who: Who) -> Any:
     """Delete a file or a directory tree."""
     answer = await _on(m, who, session_id, "delete_file", path)
+    return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
+
+
+class CellRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    code: str
+    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
+
+
+@router.post("/{session_id}/cell")
+async def run_cell(session_id: str, body: CellRequest, m: Manager, who: Who) -> Any:
+    """One notebook cell in the session's persistent Python interpreter: ``{status, stdout,
+    stderr, display, error, restarted, detail}`` (``status`` ``died``: ``detail`` says how)."""
+    cell = await _on(m, who, session_id, "run_cell", body.code, body.timeout_s)
+    return cell if isinstance(cell, JSONResponse) else cell.to_dict()
+
+
+@router.put("/{session_id}/tar", status_code=204, response_class=Response, response_model=None)
+async def put_tar(
+    session_id: str, request: Request, m: Manager, who: Who, dir: str = Query(".")
+) -> Any:
+    """Unpack the tar in the request body (regular files and directories) into ``dir``."""
+    data = await request.body()
+    answer = await _on(m, who, session_id, "upload_tar", data, dir)
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)

@@ -5,7 +5,15 @@ from .asyncio import AsyncSession
 from .manager import SessionManager, TooManySessions
 from .session import Session
 from .step_reward import RewardWeights
-from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from .types import (
+    CellResult,
+    SessionEnded,
+    SessionFault,
+    SessionLike,
+    SessionLimits,
+    SessionRefused,
+    StepResult,
+)
 from .verify import EpisodeRewards, VerifyResult
 
 __all__ = [
@@ -18,6 +26,8 @@ __all__ = [
     "RewardWeights",
     "Session",
     "SessionEnded",
+    "SessionFault",
+    "SessionLike",
     "SessionLimits",
     "SessionManager",
     "SessionRefused",

@@ -1,5 +1,5 @@
-"""The session agent as the sandbox receives it: agent.py with workspace.py in front (one
-file), as bytecode when the sandbox's interpreter reads ours."""
+"""The session agent as the sandbox receives it: agent.py with workspace.py and procs.py in
+front (one file), as bytecode when the sandbox's interpreter reads ours."""
 
 from __future__ import annotations
 
@@ -19,11 +19,15 @@ def inside_file(name: str) -> bytes:
 
 @cache
 def _agent_source() -> bytes:
-    """agent.py with workspace.py in front of it, in place of its import of it: the agent is
-    one file to write and load per session."""
-    skip = (b"from .workspace import", b"from __future__ import")
-    body = [line for line in inside_file("agent.py").split(b"\n") if not line.startswith(skip)]
-    return inside_file("workspace.py") + b"\n" + b"\n".join(body)
+    """agent.py with workspace.py and procs.py in front of it, in place of its imports of
+    them: the agent is one file to write and load per session."""
+    skip = (b"from .workspace import", b"from .procs import", b"from __future__ import")
+
+    def body(name: str) -> bytes:
+        lines = inside_file(name).split(b"\n")
+        return b"\n".join(line for line in lines if not line.startswith(skip))
+
+    return inside_file("workspace.py") + b"\n" + body("procs.py") + b"\n" + body("agent.py")
 
 
 @cache

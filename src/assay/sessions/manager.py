@@ -24,7 +24,8 @@ from .. import defaults
 from ..errors import Overloaded, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._held import HeldSessions
-from .session import Session, executor_of
+from ._source import executor_of
+from .session import Session
 from .types import SessionLimits
 
 log = logging.getLogger("assay.sessions")

@@ -20,40 +20,28 @@ from typing import TYPE_CHECKING, Any
 from .. import defaults
 from ..errors import SandboxError, ValidationError
 from ..runner import Runner
-from ..sandbox import RunRequest, Sandbox
+from ..sandbox import RunRequest
 from ..scheduler import NORMAL
-from ..types import ExecResult, Limits
+from ..types import ExecResult
+from . import _records
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, MAX_TTL_S, check_time, opt_int, step_cost, user_files, work_path
+from ._args import KERNEL, check_time, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
-from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from ._replies import cell_result, not_started, refusal, step_result
+from ._request import agent_request
+from ._source import executor_of
+from .types import CellResult, SessionEnded, SessionFault, SessionLimits, StepResult
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
 
-#: How long a new session's agent may take to say it is ready.
-START_TIMEOUT_S = 20.0
-#: How long past a step's own timeout the agent may take to answer before the session is
-#: taken for dead (the agent kills the step at its timeout, then reports).
-REPLY_GRACE_S = 10.0
-#: Timeout of calls that are not steps (files, tar).
-CALL_TIMEOUT_S = 60.0
-#: How often a session's CPU budget is sampled (see ``RunRequest.cpu_poll_s``).
-CPU_POLL_S = 0.5
+#: How long a new session's agent may take to say it is ready; how long past a step's own
+#: timeout it may take to answer before the session is taken for dead (it kills the step at
+#: its timeout, then reports); the timeout of calls that are not steps (files, tar).
+START_TIMEOUT_S, REPLY_GRACE_S, CALL_TIMEOUT_S = 20.0, 10.0, 60.0
 DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
-
-
-def executor_of(source: object) -> Callable[[RunRequest], ExecResult]:
-    """How to run a sandbox request on a ``Runner``, a ``LocalExecutor`` (its runner) or a
-    ``Sandbox``: the runner's ``execute``, the one door into its sandbox."""
-    if isinstance(source, (Runner, Sandbox)):
-        return source.execute
-    runner = getattr(source, "runner", None)
-    if isinstance(runner, Runner):
-        return runner.execute
-    raise ValidationError("source", "give a Runner, a LocalExecutor or a Sandbox")
 
 
 class Session:
@@ -85,8 +73,12 @@ class Session:
         priority: int = NORMAL,
         caller: str = "sessions",
         image: str | None = None,
+        loopback: bool = True,
+        episode_id: str | None = None,
     ) -> None:
         self.source = source
+        #: Where the session's steps and verifications are recorded (its executor's writer).
+        self.records = _records.writer_of(source)
         self._execute = executor_of(source)
         # On an executor, steps take one of its slots in the queue's order (``priority``,
         # fair shares between callers); on a Runner or Sandbox they run on the caller's thread.
@@ -106,6 +98,9 @@ class Session:
         #: The task image the session's sandbox is rooted at (its runner's pool for that
         #: image is held, never evicted, until the session ends); None: the host's root.
         self.image = image
+        #: Whether the session's own network namespace has ``lo`` up (127.0.0.1 reaches
+        #: servers inside this session only; nothing outside it is reachable either way).
+        self.loopback = bool(loopback)
         release: Callable[[], None] | None = None
         runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
         if image is not None:
@@ -115,6 +110,10 @@ class Session:
             self._execute = runner.execute
         self._pipes = not (isinstance(runner, Runner) and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed
+        #: The episode its records belong to (the caller's, or the session's own id), and
+        #: the task it verifies against, if any.
+        self.episode_id = episode_id or self.id
+        self.task_id: str | None = None
         self.created = time.monotonic()
         self.last_used = self.created
         self.steps = 0
@@ -137,30 +136,13 @@ class Session:
         self._channel = Channel(host)
         lim = self.limits
         agent_name, agent = agent_file(runner if isinstance(runner, Runner) else None)
-        req = RunRequest(
-            "python",
-            [f"/work/{agent_name}"],
-            [
-                (agent_name, agent, 0o444),
-                (KERNEL, inside_file("kernel.py"), 0o444),
-                *seeded,
-            ],
-            limits=Limits(
-                time_s=lim.cpu_s,
-                wall_s=min(self.ttl_s + 5.0, MAX_TTL_S),  # the reaper ends it at the TTL
-                memory_mb=lim.memory_mb,
-                processes=lim.processes,
-                output_bytes=64 << 10,  # the agent writes nothing; a step's output is capped
-                file_bytes=lim.disk_mb << 20,
-                disk_mb=lim.disk_mb,
-            ),
-            env=dict(defaults.SANDBOX_ENV),
-            pass_fds=(inside.detach(),),
-            stop_fd=self._stop_r,
-            # The budget is checked twice a second (not every 50 ms): an idle session then
-            # costs the trusted process almost nothing, and may overrun by about 0.5 s x cores.
-            cpu_poll_s=CPU_POLL_S,
-            cpu_weight=defaults.SESSION_CPU_WEIGHT,
+        req = agent_request(
+            lim,
+            self.ttl_s,
+            [(agent_name, agent, 0o444), (KERNEL, inside_file("kernel.py"), 0o444), *seeded],
+            inside.detach(),
+            self._stop_r,
+            self.loopback,
         )
         self._thread = threading.Thread(
             target=self._run, args=(req,), daemon=True, name=f"assay-session-{self.id}"
@@ -266,6 +248,8 @@ class Session:
             "ttl_s": self.ttl_s,
             "idle_ttl_s": self.idle_ttl_s,
             "limits": self.limits.to_dict(),
+            "episode_id": self.episode_id,
+            "loopback": self.loopback,
         }
 
     # -- calls ------------------------------------------------------------------------------
@@ -309,7 +293,10 @@ class Session:
                 self.busy = False
                 self.last_used = time.monotonic()
         if not reply.get("ok"):
-            raise SessionRefused(str(reply.get("error", "refused"))[:1000])
+            fault = refusal(reply)  # raises SessionRefused if the request was refused
+            if fault.kind == "pids_limit":  # nothing left to free: the session is unusable
+                self.end("pids_limit", str(fault))
+            raise fault
         return reply, data
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
@@ -347,7 +334,7 @@ class Session:
     def exec(
         self,
         command: str,
-        timeout_s: float = 30.0,
+        timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S,
         idle_timeout_s: float | None = None,
         stdin: str | bytes = b"",
     ) -> StepResult:
@@ -355,6 +342,8 @@ class Session:
 
         At ``timeout_s``, or after ``idle_timeout_s`` with no output, the step's process
         group is killed and the output so far returned with ``timed_out`` and the reason.
+        A step the session cannot start answers with ``reason`` ``pids_limit`` (the session
+        then ends with that reason) or ``cannot_start``, and why on stderr.
         """
         import base64
 
@@ -377,25 +366,19 @@ class Session:
             "memory_mb": self.limits.step_memory_mb,
             "stdin": base64.b64encode(data).decode(),
         }
-        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
+        started = time.time()
         try:
-            reason = reply.get("reason")
-            return StepResult(
-                exit_code=opt_int(reply.get("exit_code")),
-                signal=opt_int(reply.get("signal")),
-                stdout=base64.b64decode(reply.get("stdout", "")),
-                stderr=base64.b64decode(reply.get("stderr", "")),
-                stdout_truncated=bool(reply.get("stdout_truncated")),
-                stderr_truncated=bool(reply.get("stderr_truncated")),
-                timed_out=bool(reply.get("timed_out")),
-                reason=reason if reason in ("timeout", "idle_timeout", "cpu_limit") else None,
-                cpu_s=float(reply.get("cpu_s", 0.0)),
-                wall_s=float(reply.get("wall_s", 0.0)),
-                peak_memory_bytes=int(reply.get("peak_memory_bytes", 0)),
-            )
+            reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
+            step = step_result(reply)
+        except SessionFault as fault:
+            step = not_started(fault)
         except (ValueError, TypeError) as exc:
             self.end("crashed", f"malformed step reply: {exc}")
             raise SessionEnded(self.id, "crashed", self.end_detail) from None
+        _records.write(
+            self, "session_step", command, started, {**step.to_dict(), "timeout_s": timeout}
+        )
+        return step
 
     def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
         data = content.encode() if isinstance(content, str) else content
@@ -444,22 +427,18 @@ class Session:
             raise ValidationError("tar", "must be bytes")
         self._call({"op": "untar", "dir": work_path(directory, allow_root=True)}, data)
 
-    def run_cell(self, code: str, timeout_s: float = 30.0) -> CellResult:
+    def run_cell(self, code: str, timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S) -> CellResult:
         """Run Python ``code`` in the session's persistent interpreter (its variables carry
         over from cell to cell; a cell past its timeout restarts the interpreter)."""
         if not isinstance(code, str):
             raise ValidationError("code", "must be a string")
         timeout = check_time("timeout_s", timeout_s)
         msg = {"op": "cell", "code": code, "timeout_s": timeout}
-        reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
-        return CellResult(
-            status=str(reply.get("status", "error")),
-            stdout=str(reply.get("stdout", "")),
-            stderr=str(reply.get("stderr", "")),
-            display=[d for d in reply.get("display", []) if isinstance(d, dict)],
-            error=[e for e in reply.get("error", []) if isinstance(e, dict)],
-            restarted=bool(reply.get("restarted")),
-        )
+        started = time.time()
+        cell = cell_result(self._step(msg, timeout + REPLY_GRACE_S)[0])
+        out = {"stdout": cell.stdout, "stderr": cell.stderr, "reason": cell.detail}
+        _records.write(self, "session_cell", code, started, {**out, "verdict": cell.status})
+        return cell
 
     def ping(self) -> None:
         self._call({"op": "ping"}, timeout=10.0)
@@ -478,6 +457,7 @@ class Session:
                 priority=self.priority,
                 caller=self.caller,
                 image=self.image,
+                loopback=self.loopback,
             ),
             unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,
@@ -485,6 +465,7 @@ class Session:
         from .verify import inherit  # a fork verifies against its parent's task and history
 
         inherit(self, child)
+        child.task_id = self.task_id
         return child
 
     @classmethod
@@ -492,14 +473,19 @@ class Session:
         """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
         from .verify import start
 
-        return start(cls, source, task, **kwargs)
+        session = start(cls, source, task, **kwargs)
+        session.task_id = task.task_id
+        return session
 
     def verify(self, diagnosis: object = None) -> Any:
         """Run the task's hidden tests on a snapshot of the workspace: a ``VerifyResult``
         (``assay.sessions.verify``, which imports this module: hence ``Any`` here)."""
         from .verify import verify
 
-        return verify(self, diagnosis)
+        started = time.time()
+        result = verify(self, diagnosis)
+        _records.write(self, "session_verify", "", started, _records.verified(result))
+        return result
 
     def episode_rewards(self) -> Any:
         """The final reward and the step rewards of the verifications so far."""

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import AssayError, ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
 #: memory budget used up, its sandbox died under it, or (on a cluster) the node holding it
 #: died: a session is never opened again elsewhere, empty.
+#: ``pids_limit``: the session stayed at its process limit although everything finished
+#: steps left running was killed (a step could not start).
 EndReason = Literal[
-    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
+    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "pids_limit", "crashed", "node_lost"
 ]
-StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
+#: ``pids_limit``: the step could not start (no process left to the session; it then ends);
+#: ``cannot_start``: it could not start for another fault of the session's sandbox.
+StepReason = Literal["timeout", "idle_timeout", "cpu_limit", "pids_limit", "cannot_start"]
+STEP_REASONS: tuple[str, ...] = get_args(StepReason)
 #: A session's largest CPU budget: it is one sandbox run, whose CPU limit is at most an hour.
 MAX_CPU_S = 3600.0
 
@@ -27,6 +32,15 @@ class SessionEnded(AssayError):
         self.detail = detail
         extra = f" ({detail})" if detail else ""
         super().__init__(f"session {session_id} has ended: {reason}{extra}")
+
+
+class SessionFault(AssayError):
+    """The session's own state failed a request (not the request's fault): ``kind`` names
+    why (``pids_limit``, ``error``). A service fault, never answered as a client error."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind = kind
+        super().__init__(message)
 
 
 class SessionRefused(AssayError, ValueError):
@@ -114,13 +128,62 @@ class StepResult:
         return asdict(self)
 
 
+@runtime_checkable
+class SessionLike(Protocol):
+    """What ``Session`` and a remote session (``assay.client.RemoteSession``) both are:
+    the methods an agent adapter steps an episode with, with the same results."""
+
+    id: str
+
+    @property
+    def ended(self) -> bool: ...
+
+    def exec(
+        self,
+        command: str,
+        timeout_s: float = ...,
+        idle_timeout_s: float | None = None,
+        stdin: str | bytes = b"",
+    ) -> StepResult: ...
+
+    def run_cell(self, code: str, timeout_s: float = ...) -> CellResult: ...
+
+    def write_file(self, path: str, content: str | bytes) -> None: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def list_files(self, directory: str = ".") -> list[dict[str, Any]]: ...
+
+    def delete_file(self, path: str) -> None: ...
+
+    def download_tar(self, directory: str = ".", gzip: bool = False) -> bytes: ...
+
+    def upload_tar(self, data: bytes, directory: str = ".") -> None: ...
+
+    def fork(self) -> SessionLike: ...
+
+    def verify(self, diagnosis: Any = None) -> Any: ...
+
+    def episode_rewards(self) -> Any: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CellResult:
     """One notebook cell run in the session's persistent Python interpreter."""
 
-    status: str  # ok, error, timeout, or "the interpreter died"
+    status: str  # ok, error, timeout, or died (``detail`` says how)
     stdout: str
     stderr: str
     display: list[dict[str, str]]
     error: list[dict[str, Any]]
     restarted: bool = False
+    #: Why the interpreter died, in words (its exit status, or the session's memory
+    #: limit), when ``status`` says it did.
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -194,8 +194,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "assay_sessions_ended_total",
         "counter",
         "Sessions ended, by reason: closed (by its owner), ttl, idle_ttl (reaped), cpu_limit, "
-        "memory_limit, crashed (its sandbox died under it), node_lost (on a Ray cluster: the "
-        "node holding it died).",
+        "memory_limit, pids_limit (a step could not start: no process left to it), crashed "
+        "(its sandbox died under it), node_lost (on a Ray cluster: the node holding it died).",
         ("reason",),
     ),
     MetricSpec(

@@ -175,7 +175,8 @@ class _CompileCacheCounters(Collector):
 
 #: Why a session ends (``assay.sessions.types.EndReason``; a test keeps the two equal).
 SESSION_END_REASONS = (
-    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
+    "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "pids_limit", "crashed",
+    "node_lost",
 )  # fmt: skip
 
 #: The security events :func:`security_events` can tell from a result.

@@ -126,6 +126,13 @@ class Record(TypedDict):
     #: The job whose run produced the result: ``job_id`` itself, or for a cache hit the
     #: earlier job it was answered from (null in records written before this field).
     source_job_id: str | None
+    #: Agent sessions (``kind`` ``session_step``, ``session_cell``, ``session_verify``;
+    #: null for other jobs): the session, its episode (``batch_id`` too), the step's number
+    #: in the session, and a verification's step reward (``reward``: its outcome reward).
+    session_id: str | None
+    episode_id: str | None
+    step: int | None
+    step_reward: float | None
 
 
 #: The Arrow type of each Python type a record's fields use (``X | None``: a nullable X).

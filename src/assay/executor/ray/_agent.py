@@ -226,7 +226,10 @@ class NodeAgent:
         session.on_end(forget)
         if session.ended:
             forget(session)
-        keys = ("id", "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image")
+        keys = (
+            "id", "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image", "episode_id",
+            "loopback",
+        )  # fmt: skip
         return {k: getattr(session, k) for k in keys}
 
     def _session(self, session_id: str) -> Session:

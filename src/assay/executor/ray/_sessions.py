@@ -121,6 +121,8 @@ class RemoteSession(Session):
         self.id, self.limits = attrs["id"], attrs["limits"]
         self.ttl_s, self.idle_ttl_s = attrs["ttl_s"], attrs["idle_ttl_s"]
         self.priority, self.caller, self.image = attrs["priority"], attrs["caller"], attrs["image"]
+        self.episode_id, self.loopback = attrs["episode_id"], attrs["loopback"]
+        self.records, self.task_id = None, None  # the node's session is the one recorded
         self.created = self.last_used = time.monotonic()
         self.steps, self.busy = 0, False
         self.end_reason, self.end_detail, self.result = None, "", None

@@ -32,6 +32,7 @@ class Arming:
         "gid",
         "landlock_abi",
         "native",
+        "net_filter",
         "uid",
         "userns",
         "workdir",
@@ -44,6 +45,7 @@ class Arming:
         native: Native | None,
         landlock_abi: int,
         base_path: list[str],
+        net_filter: Filter | None = None,
     ) -> None:
         """From the fork server's configuration (``workdir``, ``uid``, ``gid``, ``userns``,
         ``default_env``) and what it built at start."""
@@ -69,6 +71,14 @@ class Arming:
         self.cap_data = (linux.CapData * 2)()
         #: ``sys.path`` of a Python program after its own directory (the fork server's path).
         self.base_path = base_path
+        #: The filter of runs with loopback networking (IP sockets allowed), if any.
+        self.net_filter = net_filter
+
+    def with_filter(self, filter: Filter | None) -> Arming:
+        """The same arming with another seccomp filter (loopback runs' own)."""
+        copy = self.for_slot(self.uid, self.gid)
+        copy.filter = filter
+        return copy
 
     def for_slot(self, uid: int, gid: int) -> Arming:
         """The same arming for a slot whose programs run as ``uid``/``gid``."""

@@ -92,7 +92,11 @@ def _fs_rights(abi: int) -> int:
 
 
 def build_ruleset(
-    abi: int, read_paths: list[str], write_paths: list[str], device_paths: list[str]
+    abi: int,
+    read_paths: list[str],
+    write_paths: list[str],
+    device_paths: list[str],
+    net: bool = False,
 ) -> int:
     """Create a ruleset naming the paths as they are now; returns its fd, or -1 without
     Landlock.
@@ -101,6 +105,10 @@ def build_ruleset(
     cover ("hidden mount points"): a rule on the template's ``work`` directory does not
     reach a tmpfs bound over it (tried: every write to ``/work`` is then refused). So the
     reset worker builds a ruleset for each run's fresh tmpfs (slot.reset_worker).
+
+    ``net``: the ruleset of runs with loopback networking, which leaves TCP bind and
+    connect alone (Landlock names ports, not addresses; the run's network namespace, with
+    ``lo`` only, is what keeps it from everything outside).
     """
     if abi <= 0:
         return -1
@@ -108,7 +116,7 @@ def build_ruleset(
     attr = _RulesetAttr(handled, 0, 0)
     size = 8
     if abi >= 4:
-        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        attr.handled_access_net = 0 if net else NET_BIND_TCP | NET_CONNECT_TCP
         size = 16
     if abi >= 6:
         attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -65,6 +66,27 @@ def _check(res: int, what: str) -> int:
 
 def unshare(flags: int) -> None:
     _check(libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+
+
+def set_link_up(name: str, up: bool) -> None:
+    """Bring network interface ``name`` of this network namespace up or down (the
+    ``ifreq`` is packed by hand: ``struct`` may not be importable after pivot_root)."""
+    import fcntl
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        head = name.encode().ljust(16, b"\0")
+        got = fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, head + bytes(24))
+        flags = int.from_bytes(got[16:18], sys.byteorder)
+        flags = flags | IFF_UP if up else flags & ~IFF_UP
+        fcntl.ioctl(
+            sock.fileno(), SIOCSIFFLAGS, head + flags.to_bytes(2, sys.byteorder) + bytes(22)
+        )
 
 
 def setns(fd: int, nstype: int) -> None:

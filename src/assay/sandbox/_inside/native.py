@@ -48,20 +48,17 @@ class Native:
         ]
         self._workdir = os.fsencode(workdir)
         self._userns = 1 if userns else 0
-        self._bpf: bytes | None = None
         # Built now, in the fork server, so a run allocates as little as possible.
         self._spec = ctypes.c_void_p()
         self._spec_len = ctypes.c_size_t()
 
-    def set_filter(self, bpf: bytes | None) -> None:
-        self._bpf = bpf
-
-    def arm(self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int) -> bool:
+    def arm(
+        self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int, bpf: bytes | None
+    ) -> bool:
         """Join the cgroups, become ``uid``/``gid`` with no privilege, Landlock, seccomp;
         False if it failed (reported to the supervisor on ``req``)."""
         userns = self._userns
         cg = (ctypes.c_int * max(1, len(cg_fds)))(*cg_fds)
-        bpf = self._bpf
         res = self._arm(
             self._workdir,
             uid,

@@ -82,7 +82,8 @@ def run_program(
     """
     if a.native is not None:
         fd = req.detach()
-        if not a.native.arm(a.uid, a.gid, cg_fds, ruleset, fd):
+        bpf = a.filter.bpf if a.filter is not None else None
+        if not a.native.arm(a.uid, a.gid, cg_fds, ruleset, fd, bpf):
             os._exit(126)
         os.write(fd, wire.ARMED)  # one record on the SEQPACKET socket
         spec = Spec.parse(a.native.take(fd, collect_w))

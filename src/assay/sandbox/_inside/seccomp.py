@@ -29,6 +29,7 @@ SCMP_FLTATR_ACT_BADARCH = 2
 SCMP_FLTATR_CTL_NNP = 3
 SCMP_CMP_NE = 1
 SCMP_CMP_EQ = 4
+SCMP_CMP_GT = 6
 SCMP_CMP_MASKED_EQ = 7
 
 
@@ -256,8 +257,12 @@ class Filter:
             raise OSError(err, f"seccomp load: {os.strerror(err)}")
 
 
-def build() -> Filter:
-    """Compile the sandbox filter with libseccomp; raises SeccompUnavailable without it."""
+def build(inet: bool = False) -> Filter:
+    """Compile the sandbox filter with libseccomp; raises SeccompUnavailable without it.
+
+    ``inet``: the filter of runs with loopback networking, which also allows IPv4 and IPv6
+    sockets (their network namespace has ``lo`` and nothing else); every other family
+    (netlink, packet, ...) stays refused."""
     try:
         lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     except OSError:
@@ -303,7 +308,16 @@ def build() -> Filter:
         for flag in NS_FLAGS:
             rule(act_errno(errno.EPERM), "clone", (0, SCMP_CMP_MASKED_EQ, flag, flag))
         rule(act_errno(errno.ENOSYS), "clone3")
-        rule(act_errno(errno.EAFNOSUPPORT), "socket", (0, SCMP_CMP_NE, socket.AF_UNIX, 0))
+        if inet:
+            # libseccomp takes one comparison per argument and rule; rules of one action
+            # add up: every family but AF_UNIX, AF_INET and AF_INET6 (10) is refused.
+            allowed = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
+            for family in range(socket.AF_INET6):
+                if family not in allowed:
+                    rule(act_errno(errno.EAFNOSUPPORT), "socket", (0, SCMP_CMP_EQ, family, 0))
+            rule(act_errno(errno.EAFNOSUPPORT), "socket", (0, SCMP_CMP_GT, socket.AF_INET6, 0))
+        else:
+            rule(act_errno(errno.EAFNOSUPPORT), "socket", (0, SCMP_CMP_NE, socket.AF_UNIX, 0))
         rule(act_errno(errno.EPERM), "ioctl", (1, SCMP_CMP_EQ, TIOCSTI, 0))
         # personality() may only be queried: flags like ADDR_NO_RANDOMIZE weaken exploits' odds.
         rule(act_errno(errno.EPERM), "personality", (0, SCMP_CMP_NE, 0xFFFFFFFF, 0))

@@ -67,14 +67,18 @@ def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket) -> None:
                 rootfs.drop_rw()
             rootfs.fresh_rw(cfg["default_disk_mb"], a.uid, a.gid)
             if a.landlock_abi:
-                fds.append(
-                    landlock.build_ruleset(
-                        a.landlock_abi,
-                        read_paths=["/"],
-                        write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
-                        device_paths=["/dev"],  # read-only tmpfs: only device nodes writable
+                # Two rulesets: judged runs' (no TCP bind or connect at all) and loopback
+                # runs' (TCP left to the network namespace, which has only ``lo``).
+                for net in (False, True):
+                    fds.append(
+                        landlock.build_ruleset(
+                            a.landlock_abi,
+                            read_paths=["/"],
+                            write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
+                            device_paths=["/dev"],  # read-only tmpfs: only devices writable
+                            net=net,
+                        )
                     )
-                )
             wire.send_raw(sock, OK, fds)
         except BaseException as exc:
             with contextlib.suppress(OSError):
@@ -102,10 +106,15 @@ class Slot:
         #: What this slot's program processes arm themselves with (its own uid and gid).
         self.arming = arming
         self.status, self.reset = sockets
-        self.ruleset = -1
+        self.ruleset = self.ruleset_net = -1
         self.bpf = -1  # the seccomp program, for the launcher to load
         self.reset_pending = False
         self.pending: tuple[bytes, list[int]] | None = None
+        #: Runs with loopback networking arm with this (the filter that allows IP sockets).
+        self.arming_net = arming.with_filter(arming.net_filter)
+        self.bpf_net = -1
+        #: Whether ``lo`` of the slot's network namespace is up (for loopback runs only).
+        self.lo_up = False
 
     def serve(self, cfg: dict[str, Any], max_runs: int) -> None:
         """Set the slot up (``cfg``: the fork server's configuration), then serve at most
@@ -129,13 +138,21 @@ class Slot:
             if self.arming.filter is not None:
                 self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
                 os.write(self.bpf, self.arming.filter.bpf)
+            if self.arming_net.filter is not None:
+                self.bpf_net = os.memfd_create("seccomp-net", os.MFD_CLOEXEC)
+                os.write(self.bpf_net, self.arming_net.filter.bpf)
             pidfd = os.pidfd_open(os.getpid())
             wire.send(self.status, {"kind": "ready"}, [pidfd])
             os.close(pidfd)
         except BaseException as exc:
             report_error(self.status, "slot setup", exc)
             os._exit(1)
-        arm, arm_launcher = wire.ARM[False], wire.ARM[True]
+        arms = {
+            wire.ARM[False]: (False, False),
+            wire.ARM[True]: (True, False),
+            wire.ARM_NET[False]: (False, True),
+            wire.ARM_NET[True]: (True, True),
+        }
         for _ in range(max_runs):
             while True:
                 if self.pending is not None:
@@ -144,11 +161,12 @@ class Slot:
                     data, fds = wire.recv_raw(self.status)
                 if not data:
                     os._exit(0)
-                if data == arm or data == arm_launcher:
+                kind = arms.get(data)
+                if kind is not None:
                     break
                 for fd in fds:  # a late kill order for a run that is already over
                     os.close(fd)
-            self._arm_and_wait(fds, data == arm_launcher)
+            self._arm_and_wait(fds, *kind)
         os._exit(0)
 
     def _pass_caps_to_launcher(self) -> None:
@@ -182,18 +200,25 @@ class Slot:
             for fd in fds:
                 os.close(fd)
             raise OSError(data[1:].decode(errors="replace") or "the reset worker is gone")
-        if self.ruleset >= 0:
-            os.close(self.ruleset)
-            self.ruleset = -1
+        for old in (self.ruleset, self.ruleset_net):
+            if old >= 0:
+                os.close(old)
+        self.ruleset = self.ruleset_net = -1
         if fds:
             # Out of the way of the stdio and pipe fds the program process sets up.
             self.ruleset = fcntl.fcntl(fds[0], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
+            self.ruleset_net = fcntl.fcntl(fds[-1], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
             for fd in fds:
                 os.close(fd)
 
-    def _arm_and_wait(self, cg_fds: list[int], launcher: bool) -> None:
+    def _arm_and_wait(self, cg_fds: list[int], launcher: bool, net: bool) -> None:
         try:
             self._take_reset()
+            if net != self.lo_up:
+                # Loopback runs: 127.0.0.1 and ::1 of the slot's own network namespace, which
+                # has no other interface (a slot serves runs of one kind: see SlotHandle.net).
+                linux.set_link_up("lo", net)
+                self.lo_up = net
             req_sup, req_prog = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             collect_r, collect_w = os.pipe()
             # Every run's program is PID 2, whatever earlier runs did: no pid-based drift or
@@ -202,7 +227,7 @@ class Slot:
             os.write(fd, b"1")
             os.close(fd)
             if launcher:
-                pid = self._spawn_launcher(cg_fds, req_prog, collect_w)
+                pid = self._spawn_launcher(cg_fds, req_prog, collect_w, net)
             else:
                 pid = os.fork()
                 if pid == 0:
@@ -210,7 +235,9 @@ class Slot:
                     self.reset.close()
                     req_sup.close()
                     os.close(collect_r)
-                    program.run_program(self.arming, cg_fds, req_prog, collect_w, self.ruleset)
+                    arming = self.arming_net if net else self.arming
+                    ruleset = self.ruleset_net if net else self.ruleset
+                    program.run_program(arming, cg_fds, req_prog, collect_w, ruleset)
             req_prog.close()
             os.close(collect_w)
             for fd in cg_fds:
@@ -246,7 +273,9 @@ class Slot:
             report_error(self.status, "slot reset", exc)
             os._exit(1)
 
-    def _spawn_launcher(self, cg_fds: list[int], req_prog: socket.socket, collect_w: int) -> int:
+    def _spawn_launcher(
+        self, cg_fds: list[int], req_prog: socket.socket, collect_w: int, net: bool
+    ) -> int:
         """Spawn the C launcher (launcher.c) as the run's program process.
 
         posix_spawn shares this process's memory until the exec instead of copying its page
@@ -255,12 +284,14 @@ class Slot:
         """
         sources = [req_prog.fileno(), collect_w, *cg_fds]
         ruleset_at = bpf_at = -1
-        if self.ruleset >= 0:
+        ruleset = self.ruleset_net if net else self.ruleset
+        if ruleset >= 0:
             ruleset_at = 3 + len(sources)
-            sources.append(self.ruleset)
-        if self.bpf >= 0:
+            sources.append(ruleset)
+        bpf = self.bpf_net if net else self.bpf
+        if bpf >= 0:
             bpf_at = 3 + len(sources)
-            sources.append(self.bpf)
+            sources.append(bpf)
         parked = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, LAUNCH_FD_MIN) for fd in sources]
         try:
             a = self.arming
@@ -305,21 +336,40 @@ class Slot:
             n += 1
 
     def _wait_program(self, child: int, pidfd: int) -> tuple[int, Any]:
-        """Wait for the program process, reaping orphans as an init must, obeying orders."""
+        """Wait for the program process, reaping orphans as an init must, obeying orders.
+
+        Every child's exit wakes S (SIGCHLD through a wakeup pipe), not only the program's:
+        a background process whose parent is gone is reparented to S, and a long run (an
+        agent session) whose orphans were left as zombies would run out of PIDs. The handler
+        exists only while S waits, after the program process was forked, so no program
+        inherits it.
+        """
         status = self.status.fileno()
-        while True:
-            ready, _, _ = select.select([status, pidfd], [], [])
-            if status in ready:
-                self._order()
+        wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, _on_child)
+        try:
             while True:
-                try:
-                    pid, st, usage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    return 0, None
-                if pid == 0:
-                    break
-                if pid == child:
-                    return st, usage
+                ready, _, _ = select.select([status, pidfd, wake_r], [], [])
+                if wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                if status in ready:
+                    self._order()
+                while True:
+                    try:
+                        pid, st, usage = os.wait4(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        return 0, None
+                    if pid == 0:
+                        break
+                    if pid == child:
+                        return st, usage
+        finally:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.set_wakeup_fd(previous)
+            os.close(wake_r)
+            os.close(wake_w)
 
     def _order(self) -> None:
         data, extra = wire.recv_raw(self.status)
@@ -340,6 +390,10 @@ class Slot:
             return
         for fd in extra:
             os.close(fd)
+
+
+def _on_child(_signum: int, _frame: object) -> None:
+    """SIGCHLD's handler in S: the wakeup pipe does the work (see ``_wait_program``)."""
 
 
 def _pending_bytes(fd: int) -> int:

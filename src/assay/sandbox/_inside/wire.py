@@ -29,6 +29,11 @@ ARM = {
     False: b'{"op":"arm","launcher":false}',
     True: b'{"op":"arm","launcher":true}',
 }
+#: The same, for a run with loopback networking (``lo`` up, IP sockets allowed).
+ARM_NET = {
+    False: b'{"op":"arm","launcher":false,"net":true}',
+    True: b'{"op":"arm","launcher":true,"net":true}',
+}
 ARMED = b'{"kind":"armed"}'
 KILL = b'{"op":"kill"}'
 

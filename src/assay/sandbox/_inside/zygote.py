@@ -90,19 +90,22 @@ class Zygote:
             cfg.get("image", False),
         )
         info["launcher"] = launcher is not None
+        net_filter: seccomp.Filter | None = None
         if cfg["seccomp"] and cfg.get("seccomp_fd", -1) >= 0:
             # Compiled by the supervisor (an image may lack libseccomp): loaded raw as ever.
             self.filter = seccomp.Filter(_read_fd(cfg["seccomp_fd"]))
+            net_filter = seccomp.Filter(_read_fd(cfg["seccomp_net_fd"]))
             info["seccomp_instructions"] = self.filter.instructions
         elif cfg["seccomp"]:
             self.filter = seccomp.build()
+            net_filter = seccomp.build(inet=True)
             info["seccomp_instructions"] = self.filter.instructions
-        if self.native is not None:
-            self.native.set_filter(self.filter.bpf if self.filter is not None else None)
         if cfg["landlock"]:
             self.landlock_abi = landlock.abi_version()
         info["landlock_abi"] = self.landlock_abi
-        self.arming = Arming(cfg, self.filter, self.native, self.landlock_abi, self.base_path)
+        self.arming = Arming(
+            cfg, self.filter, self.native, self.landlock_abi, self.base_path, net_filter
+        )
         for name in cfg["preimport"]:
             try:
                 __import__(name)

@@ -28,6 +28,7 @@ import threading
 import time
 from typing import Any
 
+from .procs import GUARD, Fault, exhausted, kill_group
 from .workspace import WORK, Conn, Refused, workspace_op
 
 STATE = "/tmp/.assay-session"
@@ -58,7 +59,7 @@ class Step:
 
     def __init__(self, req: dict[str, Any]) -> None:
         self.command = str(req["command"])
-        self.timeout = float(req.get("timeout_s") or 30.0)
+        self.timeout = float(req["timeout_s"])
         idle = req.get("idle_timeout_s")
         self.idle = float(idle) if idle else None
         self.cap = int(req.get("output_bytes") or 1 << 20)
@@ -74,7 +75,16 @@ class Step:
         in_r, in_w = os.pipe()
         env = dict(BASE_ENV)
         start = time.monotonic()
-        pid = os.fork()
+        try:
+            pid = GUARD.fork()
+        except BlockingIOError:
+            for fd in (out_r, out_w, err_r, err_w, in_r, in_w):
+                os.close(fd)
+            raise Fault(
+                "pids_limit",
+                f"the step could not start: the session is at its limit of {GUARD.limit} "
+                "processes, and killing what earlier steps left running did not free one",
+            ) from None
         if pid == 0:  # the step: its own process group, fds 0-2 only
             try:
                 os.setsid()
@@ -117,7 +127,7 @@ class Step:
                 deadline = min(deadline, last_output + self.idle)
             if now >= deadline:
                 reason = "timeout" if now >= start + self.timeout else "idle_timeout"
-                _kill_group(pid)
+                kill_group(pid)
                 _, status, usage = os.wait4(pid, 0)
                 break
             wait_ms = max(1, int((deadline - now) * 1000) + 1)
@@ -140,6 +150,8 @@ class Step:
             if got == pid:
                 status = st
         wall = time.monotonic() - start
+        if reason is None:
+            GUARD.left(pid)  # its background processes, if any, live on past the step
         # Whatever is already in the pipes belongs to the step; a background process that
         # keeps them open is drained on a thread (its later output is discarded).
         for fd, buf in outs.items():
@@ -219,18 +231,6 @@ def _drain(fd: int) -> None:
         os.close(fd)
 
 
-def _kill_group(pid: int) -> None:
-    """SIGKILL process group ``pid``, again while it has members: a process forked while
-    the first signal was delivered (a fork bomb's) would otherwise survive it."""
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            return
-        time.sleep(0.005)
-
-
 class Kernel:
     """A persistent Python interpreter for notebook cells (started on first use)."""
 
@@ -264,14 +264,17 @@ class Kernel:
         os.close(fr_w)
         self.pid, self.to, self.frm = pid, to_w, os.fdopen(fr_r, "rb")
 
-    def stop(self) -> None:
+    def stop(self) -> int:
+        """Kill the interpreter (if it is not dead already); returns its wait status."""
+        status = 0
         if self.pid:
-            _kill_group(self.pid)
-            os.waitpid(self.pid, 0)
+            kill_group(self.pid)
+            _, status = os.waitpid(self.pid, 0)
             os.close(self.to)
             assert self.frm is not None
             self.frm.close()
             self.pid = 0
+        return status
 
     def cell(self, code: str, timeout: float) -> dict[str, Any]:
         if not self.pid:
@@ -281,11 +284,26 @@ class Kernel:
         ready, _, _ = select.select([self.frm], [], [], timeout)
         line = self.frm.readline() if ready else b""
         if not line:
-            self.stop()
-            why = "timeout" if not ready else "the interpreter died"
-            return {"status": why, "restarted": True}
+            if not ready:
+                self.stop()
+                return {"status": "timeout", "restarted": True}
+            # It closed its end without answering: it died (``os._exit``, a signal, the
+            # session's memory limit); its wait status says how (a kill now changes none).
+            status = self.stop()
+            return {"status": "died", "detail": _died(status), "restarted": True}
         reply: dict[str, Any] = json.loads(line)
         return reply
+
+
+def _died(status: int) -> str:
+    """How the interpreter ended, in words."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        return f"the interpreter exited with status {code}"
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+    if -code == signal.SIGKILL:
+        return f"the interpreter was killed by {name} (out of memory: the session's limit)"
+    return f"the interpreter was killed by {name}"
 
 
 def _feed_keep(fd: int, data: bytes) -> None:
@@ -304,7 +322,7 @@ def handle(req: dict[str, Any], payload: bytes, kernel: Kernel, fds: list[int]) 
     if answer is not None:
         return answer
     if op == "cell":
-        return kernel.cell(str(req["code"]), float(req.get("timeout_s") or 30.0))
+        return kernel.cell(str(req["code"]), float(req["timeout_s"]))
     if op == "kernel_reset":
         kernel.stop()
         return {}
@@ -323,6 +341,9 @@ def main() -> None:
             pass
     os.makedirs(STATE, mode=0o700, exist_ok=True)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if len(sys.argv) > 2:  # the session's process limit and how often to check it
+        GUARD.limit, GUARD.poll_s = int(sys.argv[1]), float(sys.argv[2])
+    GUARD.start()
     sock = socket.socket(fileno=3)
     conn = Conn(sock)
     sock.sendall(b'{"ready": true}\n')
@@ -341,8 +362,14 @@ def main() -> None:
             reply["nbytes"] = len(data)
         except Refused as exc:
             reply = {"ok": False, "error": str(exc)}
+        except Fault as exc:
+            reply = {"ok": False, "error": str(exc), "fault": exc.kind}
         except Exception as exc:  # any failed request is answered, never fatal
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            if exhausted(exc):
+                # Not refused for what it asks: the session's own resources failed it (no
+                # process, thread, memory or descriptor left): the request is not to blame.
+                reply["fault"] = "error"
         for fd in conn.fds:  # a request's descriptors do not outlive it
             os.close(fd)
         conn.fds.clear()
