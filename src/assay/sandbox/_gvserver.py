@@ -28,10 +28,11 @@ import sys
 import time
 from typing import Any
 
-#: ``_inside/pyrun`` and ``_gvkernel`` as modules, set by the loader
+#: ``_inside/pyrun``, ``_gvkernel`` and ``_inside/status`` as modules, set by the loader
 #: (``gvisor.server_program``).
 pyrun: Any = None
 gvkernel: Any = None
+runstatus: Any = None
 UID = 65534
 WORK = "/work"
 #: Where the host's relay sockets for a run's extra fds appear (a bind of the bundle's dir).
@@ -295,6 +296,10 @@ def run(
     open_fds = [out_r, err_r]
     live: list[int] = [pid]
     interval, last_scan = 0.0005, 0.0
+    # The same wall rule as the default tier: a program still computing at the default
+    # backstop may run on to the stretch (its pace read from this kernel's CPU accounting).
+    hard_wall = runstatus.stretched_wall(lim["wall_s"], lim["wall_explicit"])
+    window = runstatus.CpuWindow(started)
     while True:
         ready = select.select([*open_fds, ctl_in], [], [], interval)[0]
         if ctl_in in ready:
@@ -327,12 +332,17 @@ def run(
             cpu = max(cpu, used + _children_cpu() - cpu0)
             peak = max(peak, rss)
         if not reason:
-            if cpu >= lim["time_s"]:
+            elapsed = now - started
+            if cpu > lim["time_s"]:
                 reason = "time"
             elif lim["poll_memory"] and peak > lim["memory_mb"] << 20:
                 reason = "memory"
-            elif now - started >= lim["wall_s"]:
-                reason = "wall"
+            elif elapsed >= lim["wall_s"]:
+                window.add(now, cpu, 0.0)
+                if elapsed >= hard_wall or not runstatus.on_course(
+                    window.share(), cpu, lim["time_s"], now, started, hard_wall
+                ):
+                    reason = "wall"
         if reason:
             _kill_all()
             if status is None:
@@ -362,21 +372,9 @@ def run(
         os.close(fd)
     wall = time.monotonic() - started
     cpu = max(cpu, _children_cpu() - cpu0)
-    if not reason and cpu >= lim["time_s"]:
-        reason = "time"  # over its CPU time, though it ended between two readings
     assert status is not None
     exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    if reason == "time" or reason == "wall" or sig == signal.SIGXCPU:
-        verdict = "time_limit"
-    elif reason == "memory" or (exit_code != 0 and b"MemoryError" in bufs[err_r][-4096:]):
-        verdict = "memory_limit"
-    elif reason == "output":
-        verdict = "output_limit"
-    elif exit_code == 0:
-        verdict = "ok"
-    else:
-        verdict = "runtime_error"
     files = _collect(req["collect"], lim["collect_bytes"])
     blobs = []
     for out in (out_r, err_r):
@@ -388,7 +386,8 @@ def run(
         blobs.append((fd, len(bufs[out])))
     blobs += [(fd, size) for _rel, fd, size in files]
     answer = {
-        "status": verdict,
+        # Facts, not a verdict: the host decides the status by the rule every tier uses.
+        "kill_reason": reason or None,
         "exit_code": exit_code,
         "signal": sig,
         "stdout": len(bufs[out_r]),
