@@ -18,9 +18,8 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ValidationError
+from ..errors import UnknownSession, ValidationError
 from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, SessionRefused
-from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
 from . import _convert

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from ..errors import Overloaded, ValidationError
+from ..errors import TooManySessions, UnknownSession, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._held import HeldSessions
 from .session import Session, executor_of
@@ -40,26 +40,6 @@ def overdue(session: Session, now: float) -> bool:
     if late - session.created >= session.ttl_s:
         return True
     return not session.busy and late - session.last_used >= session.idle_ttl_s
-
-
-class TooManySessions(Overloaded):
-    """No room for another session (count or memory budget); retry later."""
-
-    def __init__(self, what: str, used: int, capacity: int, retry_after: float = 1.0) -> None:
-        Exception.__init__(self, f"too many sessions: {what} {used} of {capacity} in use")
-        self.queued = used
-        self.capacity = capacity
-        self.requested = 1
-        self.retry_after = retry_after
-
-
-class UnknownSession(KeyError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(session_id)
-        self.session_id = session_id
-
-    def __str__(self) -> str:
-        return f"no session {self.session_id!r}"
 
 
 class SessionManager:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
-from ..errors import SandboxError, ValidationError
+from ..errors import SandboxError, SessionEnded, SessionRefused, ValidationError
 from ..runner import Runner
 from ..sandbox import RunRequest, Sandbox
 from ..scheduler import NORMAL
@@ -27,7 +27,7 @@ from ._agentfile import agent_file, inside_file
 from ._args import KERNEL, check_time, opt_int, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._fork import fork_via_pipe
-from .types import CellResult, SessionEnded, SessionLimits, SessionRefused, StepResult
+from .types import CellResult, SessionLimits, StepResult
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask

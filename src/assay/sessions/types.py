@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from ..errors import AssayError, ValidationError
+from ..errors import ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
 #: memory budget used up, its sandbox died under it, or (on a cluster) the node holding it
@@ -14,22 +14,6 @@ EndReason = Literal[
     "closed", "ttl", "idle_ttl", "cpu_limit", "memory_limit", "crashed", "node_lost"
 ]
 StepReason = Literal["timeout", "idle_timeout", "cpu_limit"]
-
-
-class SessionEnded(AssayError):
-    """A call on a session that has ended; ``reason`` says why it ended."""
-
-    def __init__(self, session_id: str, reason: str, detail: str = "") -> None:
-        self.session_id = session_id
-        self.reason = reason
-        self.detail = detail
-        extra = f" ({detail})" if detail else ""
-        super().__init__(f"session {session_id} has ended: {reason}{extra}")
-
-
-class SessionRefused(AssayError, ValueError):
-    """The agent inside the session refused a request (a path out of /work, no such
-    file, ...); the session is still usable."""
 
 
 def _positive(field: str, value: float | None, allow_none: bool = False) -> None:

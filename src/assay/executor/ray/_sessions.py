@@ -27,11 +27,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
-from ...errors import SandboxError, ValidationError
+from ...errors import SandboxError, SessionEnded, SessionRefused, ValidationError
 from ...sandbox import RunRequest
 from ...sessions import _reaper
 from ...sessions.session import Session
-from ...sessions.types import SessionEnded, SessionRefused
 from ...sessions.verify import inherit
 from ...types import ExecResult
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
