@@ -1,5 +1,5 @@
-"""The public surface: what the README tells users to import is exported (``__all__``), and
-every ``__all__`` names something real. httpx keeps such a test; so do we."""
+"""The public surface: what the README and the docs tell users to import is exported
+(``__all__``), and every ``__all__`` names something real. httpx keeps such a test; so do we."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import pytest
 import assay
 from assay import reward as rewards
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+#: The README and every page of the documentation site.
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 #: Modules with a public surface of their own.
 PUBLIC_MODULES = [
@@ -36,13 +38,14 @@ PUBLIC_MODULES = [
 
 
 def _code_blocks(text: str) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    # A fence closes on a line of its own (an example may hold ``` inside a string).
+    return re.findall(r"^```python\n(.*?)^```[ \t]*$", text, flags=re.DOTALL | re.MULTILINE)
 
 
 def _readme_imports() -> list[tuple[str, str]]:
-    """``(module, name)`` for every ``from assay... import name`` in the README's Python
-    blocks and every ``assay.<module>.<Name>`` it mentions anywhere."""
-    text = README.read_text()
+    """``(module, name)`` for every ``from assay... import name`` in the docs' Python
+    blocks and every ``assay.<module>.<Name>`` they mention anywhere."""
+    text = "\n".join(path.read_text() for path in DOCS)
     out: list[tuple[str, str]] = []
     for block in _code_blocks(text):
         for node in ast.walk(ast.parse(block)):
@@ -57,6 +60,8 @@ def _readme_imports() -> list[tuple[str, str]]:
             except ImportError:
                 continue
             name = parts[cut]
+            if name.startswith("__"):  # ``assay.__all__``, ``assay.__version__``: not imports
+                break
             try:
                 submodule = importlib.util.find_spec(f"{module}.{name}") is not None
             except (ImportError, AttributeError):  # ``module`` is a module, not a package

@@ -68,9 +68,3 @@ def test_rules_use_only_metrics_assay_exports() -> None:
     for used in set(re.findall(r"\bassay_[a-z_]+\b", doc)):
         base = re.sub(r"_(bucket|sum|count)$", "", used)
         assert used in exported or base in exported, f"{used} is not an Assay metric"
-
-
-def test_every_alert_is_explained_in_the_readme() -> None:
-    readme = (RULES_DIR.parents[1] / "README.md").read_text()
-    for rule in alerts():
-        assert f"| `{rule['alert']}` | {rule['labels']['severity']} |" in readme, rule["alert"]

@@ -395,3 +395,12 @@ def test_a_finished_batch_with_a_far_deadline_is_not_kept_until_it() -> None:
         del handle
         gc.collect()
         assert ref() is None, "the deadline thread keeps a finished batch (and its results)"
+
+
+def test_batch_ids_are_128_random_bits() -> None:
+    # Issue 26: they were a per-executor prefix and a counter, so one id told the next.
+    with executor(Counting()) as ex:
+        ids = [ex.submit([]).id for _ in range(4)]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids), ids
+    assert len({i[:8] for i in ids}) == len(ids), ids  # no shared prefix
+    assert len({i[-8:] for i in ids}) == len(ids), ids  # nor a counter at the end

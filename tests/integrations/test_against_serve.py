@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from assay import LocalExecutor
@@ -23,6 +17,7 @@ from assay.integrations.verl import (
     compute_score_batch,
     compute_score_batch_async,
 )
+from serve_helpers import assay_serve
 
 from .helpers import fenced
 
@@ -40,42 +35,11 @@ RESPONSES = [
 TRUTHS = [STDIO, STDIO, CALL, CALL, STDIO]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def serve_url() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from assay.cli import main; main()", "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "ASSAY_API_TOKEN": ""},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"assay serve did not start: {err[-2000:]}")
-            time.sleep(0.2)
+def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    with assay_serve(env={**os.environ, "ASSAY_API_TOKEN": ""}, log=log) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_verl_and_trl_url_modes_agree_with_in_process_judging(

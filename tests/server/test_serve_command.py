@@ -1,5 +1,5 @@
 """``assay serve``'s options (issue 14): ``--slots`` sets sandbox slots; ``--workers`` is a
-deprecated alias that says so; the README's default matches the code."""
+deprecated alias that says so; the service guide's default matches the code."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from assay.cli import app
 from assay.server import cli as server_cli
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs/guides/service.md"
 
 
 @pytest.fixture
@@ -49,11 +49,51 @@ def test_bad_slots_name_the_option(served: list[tuple[Any, ...]]) -> None:
     assert served == []
 
 
-def test_auto_is_two_per_cpu_as_the_readme_says() -> None:
+def test_auto_is_two_per_cpu_as_the_guide_says() -> None:
     cpus = len(os.sched_getaffinity(0))
     assert server_cli.slot_count("auto") == 2 * cpus
-    text = README.read_text()
+    text = GUIDE.read_text()
     assert re.search(r"assay serve .*--slots auto = 2 per CPU", text)
     assert "cores + 1" not in text and "serve --workers" not in text
     help_text = invoke("--help").output
     assert "--slots" in help_text and "2 per CPU" in help_text
+
+
+@pytest.fixture
+def no_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ASSAY_API_TOKEN", "ASSAY_API_TOKENS", "ASSAY_API_TOKENS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_an_open_address_without_tokens_is_refused(
+    served: list[tuple[Any, ...]], no_tokens: None
+) -> None:
+    # Issue 26: `--host 0.0.0.0` served anyone who could reach it, with no token at all.
+    for host in ("0.0.0.0", "::", "10.1.2.3", "myhost.example"):
+        result = invoke("--host", host)
+        assert result.exit_code == 2, (host, result.output)
+        assert result.output.startswith("error: refusing to serve on"), result.output
+        assert "--insecure-no-auth" in result.output and result.output.count("\n") == 1
+    assert served == []
+
+
+def test_loopback_tokens_or_the_explicit_flag_are_served(
+    served: list[tuple[Any, ...]], no_tokens: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        assert invoke("--host", host).exit_code == 0, host
+    assert invoke("--host", "0.0.0.0", "--insecure-no-auth").exit_code == 0
+    monkeypatch.setenv("ASSAY_API_TOKENS", "alice:" + "a" * 24)
+    assert invoke("--host", "0.0.0.0").exit_code == 0
+    assert [call[0] for call in served] == ["127.0.0.1", "::1", "localhost", "127.0.0.2"] + [
+        "0.0.0.0"
+    ] * 2
+
+
+def test_a_malformed_token_entry_stops_serve_at_once(
+    served: list[tuple[Any, ...]], no_tokens: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ASSAY_API_TOKENS", "alice:" + "a" * 24 + ",bob")
+    result = invoke()
+    assert result.exit_code == 2 and "ASSAY_API_TOKENS entry 2" in result.output
+    assert served == []

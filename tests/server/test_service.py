@@ -7,6 +7,7 @@ from typing import Any
 
 from assay.server import Settings
 from assay.server._service import Service
+from assay.server.tenants import ANONYMOUS
 from assay.types import ExecResult
 
 MiB = 1 << 20
@@ -32,7 +33,7 @@ def test_finished_batches_past_the_byte_budget_are_dropped_oldest_first() -> Non
     svc = Service(executor=None, settings=Settings(max_batches_kept_bytes=40 * MiB))  # type: ignore[arg-type]
     for i in range(10):
         h = _Handle(f"b{i}")
-        svc.keep(h)  # type: ignore[arg-type]
+        svc.keep(h, ANONYMOUS)  # type: ignore[arg-type]
         h.finish(15 * MiB)
     kept = list(svc.batches)
     assert kept[-1] == "b9" and len(kept) <= 3, kept
@@ -42,9 +43,9 @@ def test_finished_batches_past_the_byte_budget_are_dropped_oldest_first() -> Non
 def test_running_batches_are_never_dropped() -> None:
     svc = Service(executor=None, settings=Settings(max_batches_kept_bytes=1))  # type: ignore[arg-type]
     running = _Handle("running")
-    svc.keep(running)  # type: ignore[arg-type]
+    svc.keep(running, ANONYMOUS)  # type: ignore[arg-type]
     for i in range(3):
         h = _Handle(f"b{i}")
-        svc.keep(h)  # type: ignore[arg-type]
+        svc.keep(h, ANONYMOUS)  # type: ignore[arg-type]
         h.finish(MiB)
     assert "running" in svc.batches

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from .types import JobResult, Outcome
 
 Callback = Callable[[JobResult], None]
+
+
+def new_batch_id() -> str:
+    """128 random bits. A batch id is what a client shows to read or cancel its batch, so
+    no id may be guessed from another (job ids, never shown to act on anything, stay cheap
+    counters)."""
+    return secrets.token_hex(16)
 
 
 class BatchHandle:

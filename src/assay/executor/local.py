@@ -38,7 +38,7 @@ from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from ._options import ExecutorOptions, with_defaults
 from .backend import Backend, JobInfo, SandboxBackend
-from .batch import BatchHandle, Callback, ended
+from .batch import BatchHandle, Callback, ended, new_batch_id
 from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
@@ -162,7 +162,7 @@ class LocalExecutor(SlotCalls):
                 raise ValidationError(f"jobs[{i}].{exc.field}", exc.message) from None
         now, mono = time.time(), time.monotonic()
         batch_seq = next(self._batches)
-        handle = BatchHandle(self._new_id(), len(jobs), self._cancel)
+        handle = BatchHandle(new_batch_id(), len(jobs), self._cancel)
         if on_result is not None:
             handle.add_callback(on_result)
         tracing.start_batch(handle, caller, priority)

@@ -12,15 +12,17 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
 from ..executor import BatchHandle, Job, JobResult, LocalExecutor
 from ..scheduler import HIGH, LOW, NORMAL
+from . import tenants
 from .settings import Settings
+from .tenants import Tenant
 
 log = logging.getLogger("assay.server")
 
@@ -33,6 +35,8 @@ _INLINE_SUBMIT = 16
 class Kept:
     handle: BatchHandle
     results: list[JobResult]
+    #: The tenant whose batch it is: no other (but an admin) may find it.
+    owner: str
     #: Roughly what ``results`` hold in memory.
     nbytes: int = 0
 
@@ -104,8 +108,9 @@ class Service:
         finally:
             self.inflight.discard(handle)
 
-    def keep(self, handle: BatchHandle) -> None:
-        kept = Kept(handle, [])
+    def keep(self, handle: BatchHandle, owner: Tenant) -> None:
+        """Keep ``handle``'s results for ``GET /v1/batches/{id}``, as ``owner``'s."""
+        kept = Kept(handle, [], owner.name)
         handle.add_callback(kept.add)
         self.batches[handle.id] = kept
         excess = len(self.batches) - self.settings.max_batches_kept
@@ -118,6 +123,12 @@ class Service:
             if k.handle.done and bid != handle.id:
                 total -= k.nbytes
                 del self.batches[bid]
+
+    def find(self, batch_id: str, who: Tenant) -> Kept | None:
+        """The kept batch ``batch_id`` if ``who`` may see it; None if there is none or it is
+        another tenant's (the two are not told apart: an id is never confirmed)."""
+        kept = self.batches.get(batch_id)
+        return kept if kept is not None and who.owns(kept.owner) else None
 
     async def drain(self) -> None:
         """Graceful shutdown: wait for in-flight batches, then cancel what is left, so every
@@ -191,21 +202,28 @@ async def service(request: Request) -> Service:
     return svc
 
 
+def caller_of(scope: Mapping[str, Any], asked: str | None = None) -> str:
+    """Fair-share key and the records' caller: the tenant (see :mod:`.tenants`: neither a
+    header nor a body field can change it). Without tokens: ``asked`` (a body's field), else
+    the ``X-Assay-Caller`` header, else the client address."""
+    who = tenants.of_scope(scope)
+    if who is not tenants.ANONYMOUS:
+        return who.name
+    if asked:
+        return asked
+    for name, value in scope["headers"]:
+        if name == b"x-assay-caller" and value:
+            return str(value.decode("latin-1")[:64])
+    client = scope.get("client")
+    return str(client[0]) if client else "http"
+
+
 def caller(request: Request) -> str:
-    """Fair-share key: the ``X-Assay-Caller`` header, else the client address."""
-    name = request.headers.get("x-assay-caller")
-    if name:
-        return name[:64]
-    return request.client.host if request.client is not None else "http"
-
-
-def caller_of(headers: dict[bytes, bytes], client: tuple[str, int] | None) -> str:
-    """:func:`caller` from raw ASGI headers (lower-cased names) and client."""
-    name = headers.get(b"x-assay-caller")
-    if name:
-        return name.decode("latin-1")[:64]
-    return client[0] if client else "http"
+    """:func:`caller_of` a route's request."""
+    return caller_of(request.scope)
 
 
 #: The service, as a route parameter.
 Svc = Annotated[Service, Depends(service)]
+#: The request's tenant, as a route parameter.
+Who = Annotated[Tenant, Depends(tenants.tenant)]

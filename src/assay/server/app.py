@@ -8,7 +8,6 @@ requests and waits; more server processes would only split the queue and the cac
 from __future__ import annotations
 
 import asyncio
-import hmac
 import inspect
 import json
 import logging
@@ -28,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..errors import Overloaded, ValidationError
 from ..executor import LocalExecutor
-from . import dashboard, jupyter, native, reward, sandboxfusion, sessions
+from . import dashboard, jupyter, native, reward, sandboxfusion, sessions, tenants
 from ._service import Service
 from .dashboard import Dashboard
 from .models import ErrorResponse
@@ -39,30 +38,37 @@ _OPEN = frozenset({"/healthz", "/readyz"})
 
 
 class _Gate:
-    """Pure ASGI middleware: bearer auth (when a token is set) and the body size cap (413),
-    both before FastAPI reads or parses anything."""
+    """Pure ASGI middleware: bearer auth (the token names the request's tenant, which it
+    puts in the scope for the routes) and the body size cap (413), both before FastAPI reads
+    or parses anything."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.settings = settings
-        self._token = settings.api_token.encode() if settings.api_token else None
+        self.tenants = settings.tenants()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        if self._token is not None and scope["path"] not in _OPEN:
-            given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, b"Bearer " + self._token):
-                await _error(
-                    401,
-                    "authorization",
-                    "missing or wrong bearer token",
-                    send,
-                    {"www-authenticate": "Bearer"},
-                )
+        found = self.tenants.authenticate(headers.get(b"authorization"))
+        if found is None and scope["path"] not in _OPEN:
+            if scope["type"] == "websocket":  # refused before the handshake is accepted
+                await send({"type": "websocket.close", "code": 1008})
                 return
+            await _error(
+                401,
+                "authorization",
+                "missing or wrong bearer token",
+                send,
+                {"www-authenticate": "Bearer"},
+            )
+            return
+        scope[tenants.SCOPE_KEY] = found
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
+            return
         cap = self.settings.max_body_bytes
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > cap:

@@ -12,12 +12,13 @@ control), the result cache and the warm sandbox pool, and oversubscribe the CPUs
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import os
 from typing import Annotated
 
 import typer
 
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 from .settings import Settings
 
 
@@ -41,6 +42,29 @@ M_MMAP_THRESHOLD = -3
 M_ARENA_MAX = -8
 
 
+def check_bind(host: str, settings: Settings, insecure_no_auth: bool = False) -> None:
+    """Refuse (:class:`ConfigError`) to serve on an address other hosts can reach without
+    API tokens: anyone there could run code on this host and read every caller's work.
+    ``insecure_no_auth`` overrides (an authenticating proxy in front, a private network)."""
+    if insecure_no_auth or settings.tenants().enabled or _loopback(host):
+        return
+    raise ConfigError(
+        f"refusing to serve on {host!r} without API tokens: set ASSAY_API_TOKENS or "
+        "ASSAY_API_TOKENS_FILE (name:token), or pass --insecure-no-auth"
+    )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (a name other than
+    ``localhost`` may resolve anywhere: it is not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
@@ -48,6 +72,7 @@ def serve(
     insecure: bool = False,
     *,
     settings: Settings | None = None,
+    insecure_no_auth: bool = False,
     log_level: str = "info",
     records: str | None = None,
     log_format: str = "json",
@@ -57,7 +82,8 @@ def serve(
     """Serve until SIGINT/SIGTERM; then stop accepting, let in-flight work finish (or fail it
     explicitly after the grace period), and close the sandboxes. ``slots`` is how many
     programs run at once (sandbox slots of the one executor), ``"auto"`` two per CPU; with
-    ``ray_address`` batches run on that Ray cluster's nodes instead (``slots`` then unused)."""
+    ``ray_address`` batches run on that Ray cluster's nodes instead (``slots`` then unused).
+    A non-loopback ``host`` needs API tokens (see :func:`check_bind`)."""
     import uvicorn
 
     from ..executor import LocalExecutor
@@ -65,6 +91,8 @@ def serve(
     from ..sandbox import SandboxConfig
     from .app import create_app
 
+    settings = settings or Settings.from_env()
+    check_bind(host, settings, insecure_no_auth)
     n_slots = slot_count(slots)
     from ..telemetry.logs import configure_logging
     from ..telemetry.tracing import configure_from_env
@@ -72,7 +100,6 @@ def serve(
     configure_logging(log_level, "text" if log_format == "text" else "json")
     _return_large_buffers()
     configure_from_env()  # OpenTelemetry spans only when an OTLP endpoint is configured
-    settings = settings or Settings.from_env()
     runner = None
     if ray_address is None:
         sandbox_config = SandboxConfig(insecure=insecure)
@@ -148,6 +175,14 @@ def serve_command(
     insecure: Annotated[
         bool, typer.Option("--insecure", help="Run even if mandatory isolation is missing.")
     ] = False,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth",
+            help="Serve a non-loopback --host without API tokens (only behind an "
+            "authenticating proxy or on a trusted network: anyone reaching it runs code here).",
+        ),
+    ] = False,
     records: Annotated[
         str | None,
         typer.Option(
@@ -188,20 +223,23 @@ def serve_command(
     """Serve the HTTP API: SandboxFusion-compatible /run_code and /submit, native /v1
     (run, judge, batches with server-sent events), OpenRLHF /get_reward, /metrics.
 
-    Set ASSAY_API_TOKEN to require a bearer token (all routes but /healthz, /readyz).
+    Tenants: ASSAY_API_TOKENS="name:token,..." or ASSAY_API_TOKENS_FILE (one name:token a
+    line) require a bearer token on all routes but /healthz, /readyz; each tenant sees only
+    its own batches and sessions (ASSAY_ADMIN_TENANTS="name,..." see all). ASSAY_API_TOKEN
+    is one shared token (tenant 'default'). Without tokens only loopback --host is served.
 
     Example:
 
-        assay serve --host 0.0.0.0 --port 8080 --slots 16
+        ASSAY_API_TOKENS_FILE=/etc/assay/tokens assay serve --host 0.0.0.0 --slots 16
 
         assay serve --records s3://my-bucket/assay   # then open http://127.0.0.1:8080/dashboard
 
         assay serve --isolation gvisor   # every run on gVisor's kernel (the hardened tier)
 
-        assay serve --host 0.0.0.0 --ray auto   # on a Ray cluster's head (KubeRay)
+        ASSAY_API_TOKENS_FILE=/etc/assay/tokens assay serve --host 0.0.0.0 --ray auto
 
         curl -s localhost:8080/run_code -H 'content-type: application/json' \\
-            -d '{"code": "print(1+1)", "language": "python"}'
+            -H "authorization: Bearer $TOKEN" -d '{"code": "print(1+1)", "language": "python"}'
     """
     if workers is not None:
         typer.echo(
@@ -221,6 +259,12 @@ def serve_command(
         raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
     if isolation is not None and isolation not in ("default", "gvisor"):
         raise typer.BadParameter("'default' or 'gvisor'", param_hint="--isolation")
+    try:  # a bad token file or an open address without tokens: one line, exit 2
+        settings = Settings.from_env()
+        check_bind(host, settings, insecure_no_auth)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     serve(
         host,
         port,
@@ -231,4 +275,6 @@ def serve_command(
         log_format=log_format,
         isolation=isolation,
         ray_address=ray,
+        settings=settings,
+        insecure_no_auth=insecure_no_auth,
     )

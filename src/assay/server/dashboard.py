@@ -5,6 +5,11 @@ package, the ``dashboard`` extra) are all served from here. Charts come from a s
 the service samples from its own metrics (:class:`~assay.telemetry.history.MetricsHistory`);
 the per-caller and per-batch tables from the newest execution records
 (:class:`~assay.telemetry.recent.RecentRecords`).
+
+A tenant's tables hold only its own work (its caller's rows: with tokens a record's caller is
+its tenant), and another tenant's batch id answers 404 as an unknown one does; an admin
+tenant sees every row. The charts are the service's own totals (load, throughput, the verdict
+mix), no tenant's work: every tenant sees them, as ``/metrics``.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 
 from ..executor import LocalExecutor
 from ..telemetry import NullWriter
 from ..telemetry.history import MetricsHistory
 from ..telemetry.recent import RecentRecords, TeeWriter
+from ._service import Who
 
 __all__ = ["SAMPLE_INTERVAL_S", "Dashboard", "plotly_js", "router"]
 
@@ -126,22 +132,35 @@ async def series(request: Request) -> dict[str, Any]:
 
 
 @router.get("/api/callers")
-async def callers(request: Request) -> dict[str, Any]:
+async def callers(request: Request, who: Who) -> dict[str, Any]:
+    """One summary per caller the tenant may see (its own; every one for an admin)."""
     recent = _dashboard(request).recent
     if recent is None:
         return {"records": False, "callers": []}
-    return {"records": True, "callers": recent.callers()}
+    return {"records": True, "callers": [c for c in recent.callers() if who.owns(c["caller"])]}
 
 
 @router.get("/api/batches")
-async def batches(request: Request, caller: str | None = None, limit: int = 50) -> dict[str, Any]:
+async def batches(
+    request: Request, who: Who, caller: str | None = None, limit: int = 50
+) -> dict[str, Any]:
+    """The newest batches (of ``caller`` if given) that the tenant may see."""
     recent = _dashboard(request).recent
     if recent is None:
         return {"records": False, "batches": []}
+    if not who.admin:
+        if caller not in (None, who.name):
+            return {"records": True, "batches": []}
+        caller = who.name
     return {"records": True, "batches": recent.batches(caller, max(1, min(limit, 500)))}
 
 
 @router.get("/api/batches/{batch_id}")
-async def batch(request: Request, batch_id: str) -> dict[str, Any]:
+async def batch(request: Request, batch_id: str, who: Who) -> dict[str, Any]:
+    """The kept jobs of one batch; 404 if none is kept that the tenant may see."""
     recent = _dashboard(request).recent
-    return {"batch_id": batch_id, "jobs": recent.batch(batch_id) if recent is not None else []}
+    jobs = recent.batch(batch_id) if recent is not None else []
+    mine = [j for j in jobs if who.owns(j["caller"])]
+    if not mine:
+        raise HTTPException(404, f"batch_id: no batch {batch_id!r}")
+    return {"batch_id": batch_id, "jobs": mine}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import SandboxError, ValidationError
 from ..sessions import CellResult, Session, SessionEnded, SessionLimits, SessionRefused
 from . import _convert
-from ._service import Svc
+from ._service import Svc, Who, caller_of
 from .models import CommandRunResult, CommandRunStatus, RunStatus
 from .sessions import manager
 
@@ -107,7 +107,9 @@ def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupy
 
 
 @router.post("/run_jupyter", response_model=RunJupyterResponse)
-async def run_jupyter(body: RunJupyterRequest, request: Request, svc: Svc) -> RunJupyterResponse:
+async def run_jupyter(
+    body: RunJupyterRequest, request: Request, svc: Svc, who: Who
+) -> RunJupyterResponse:
     """Run notebook cells in one Python interpreter whose state carries from cell to cell."""
     settings = svc.settings
     _check(body, settings.max_time_s)
@@ -123,7 +125,14 @@ async def run_jupyter(body: RunJupyterRequest, request: Request, svc: Svc) -> Ru
     )
     try:
         session = await asyncio.to_thread(
-            m.create, files=files, limits=limits, ttl_s=ttl, idle_ttl_s=ttl
+            lambda: m.create(
+                files=files,
+                limits=limits,
+                ttl_s=ttl,
+                idle_ttl_s=ttl,
+                caller=caller_of(request.scope, "sessions"),
+                owner=who.name,
+            )
         )
     except SandboxError as exc:
         return RunJupyterResponse(status=RunStatus.SandboxError, message=str(exc))

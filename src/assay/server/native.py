@@ -15,7 +15,7 @@ from ..executor import BatchHandle, JobResult, RunJob
 from ..judge import Problem, Submission
 from ..types import Limits
 from . import _convert
-from ._service import Kept, Service, Svc, caller
+from ._service import Kept, Service, Svc, Who, caller
 from .models import (
     BatchCreated,
     BatchStatus,
@@ -27,6 +27,7 @@ from .models import (
     RunResponse,
     TestResultModel,
 )
+from .tenants import Tenant
 
 router = APIRouter(prefix="/v1", tags=["native"])
 
@@ -139,26 +140,27 @@ async def judge(body: JudgeRequest, request: Request, svc: Svc) -> JudgeResponse
 
 
 @router.post("/batches", response_model=BatchCreated, status_code=202)
-async def create_batch(body: JudgeRequest, request: Request, svc: Svc) -> BatchCreated:
-    """Queue submissions and return at once; poll ``GET`` or follow ``/events``."""
+async def create_batch(body: JudgeRequest, request: Request, svc: Svc, who: Who) -> BatchCreated:
+    """Queue submissions and return at once; poll ``GET`` or follow ``/events``. The batch
+    is the tenant's: its id answers 404 to every other (but an admin)."""
     if svc.closing:
         raise HTTPException(503, "shutting down")
     handle = await _submit(body, request, svc)
-    svc.keep(handle)
+    svc.keep(handle, who)
     return BatchCreated(batch_id=handle.id, size=handle.size)
 
 
-def _kept(svc: Service, batch_id: str) -> Kept:
-    kept = svc.batches.get(batch_id)
+def _kept(svc: Service, batch_id: str, who: Tenant) -> Kept:
+    kept = svc.find(batch_id, who)
     if kept is None:
         raise HTTPException(404, f"batch_id: no batch {batch_id!r}")
     return kept
 
 
 @router.get("/batches/{batch_id}", response_model=BatchStatus)
-async def get_batch(batch_id: str, svc: Svc) -> BatchStatus:
+async def get_batch(batch_id: str, svc: Svc, who: Who) -> BatchStatus:
     """Status and the results so far (in submission order)."""
-    kept = _kept(svc, batch_id)
+    kept = _kept(svc, batch_id, who)
     handle = kept.handle
     done = sorted(list(kept.results), key=lambda r: r.index)
     return BatchStatus(
@@ -172,13 +174,13 @@ async def get_batch(batch_id: str, svc: Svc) -> BatchStatus:
 
 
 @router.get("/batches/{batch_id}/events", response_class=StreamingResponse)
-async def batch_events(batch_id: str, request: Request, svc: Svc) -> StreamingResponse:
+async def batch_events(batch_id: str, request: Request, svc: Svc, who: Who) -> StreamingResponse:
     """Server-sent events: one ``result`` event per job as it finishes, then ``end``.
 
     Event ids count the batch's results in the order they finished (1, 2, ...), the same
     for every connection, so a client that reconnects with ``Last-Event-ID: n`` (as
     EventSource does by itself) gets the results after the n-th, then ``end``."""
-    kept = _kept(svc, batch_id)
+    kept = _kept(svc, batch_id, who)
     handle = kept.handle
     start = _last_event_id(request.headers.get("last-event-id"), handle.size)
     loop = asyncio.get_running_loop()
@@ -226,7 +228,7 @@ def _last_event_id(header: str | None, size: int) -> int:
 
 
 @router.delete("/batches/{batch_id}", response_model=BatchStatus)
-async def cancel_batch(batch_id: str, svc: Svc) -> BatchStatus:
+async def cancel_batch(batch_id: str, svc: Svc, who: Who) -> BatchStatus:
     """Cancel: unfinished jobs get a ``cancelled`` result (reward null)."""
-    _kept(svc, batch_id).handle.cancel()
-    return await get_batch(batch_id, svc)
+    _kept(svc, batch_id, who).handle.cancel()
+    return await get_batch(batch_id, svc, who)

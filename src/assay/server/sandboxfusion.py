@@ -181,7 +181,7 @@ async def run_code_fast(scope: Scope, headers: dict[bytes, bytes], body: bytes, 
     try:
         req = RunCodeRequest.model_validate(json.loads(body))
         job = _run_job(req, svc.settings)
-        handle = await svc.submit([job], caller=caller_of(headers, scope.get("client")))
+        handle = await svc.submit([job], caller=caller_of(scope))
     except Exception:  # bad JSON or fields, queue full: nothing was queued
         return False
     (jr,) = await svc.results(handle)

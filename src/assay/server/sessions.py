@@ -23,8 +23,9 @@ from ..sessions import Session, SessionEnded, SessionLimits, SessionManager, Ses
 from ..sessions.verify import attach
 from ..tasks import AgentTask, tar_of
 from . import _convert
-from ._service import PRIORITIES, Svc
+from ._service import PRIORITIES, Svc, Who, caller_of
 from .models import Priority, ProcessOutput
+from .tenants import Tenant
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
@@ -56,7 +57,10 @@ class CreateRequest(BaseModel):
         "normal", description="scheduling class of the session's steps against batch jobs"
     )
     caller: str = Field(
-        "sessions", min_length=1, max_length=200, description="fair-share group of its steps"
+        "sessions",
+        min_length=1,
+        max_length=200,
+        description="fair-share group of its steps (ignored with API tokens: the tenant is)",
     )
     task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
     gated: bool = False
@@ -123,10 +127,11 @@ def _unknown(exc: UnknownSession) -> JSONResponse:
     return JSONResponse({"field": "session", "message": f"session: {exc}"}, 404)
 
 
-async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
-    """Call ``fn`` of session ``session_id`` off the event loop; errors become answers."""
+async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: Any) -> Any:
+    """Call ``fn`` of ``who``'s session ``session_id`` off the event loop; errors become
+    answers (another tenant's session is unknown: 404)."""
     try:
-        session = m.get(session_id)
+        session = m.get(session_id, who.owner)
         return await asyncio.to_thread(getattr(session, fn), *args)
     except SessionEnded as exc:
         return _gone(exc)
@@ -137,8 +142,11 @@ async def _on(m: SessionManager, session_id: str, fn: str, *args: Any) -> Any:
 
 
 @router.post("")
-async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
-    """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session."""
+async def create(
+    body: CreateRequest, request: Request, svc: Svc, m: Manager, who: Who
+) -> dict[str, Any]:
+    """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session.
+    It is the tenant's: its id answers 404 to every other (but an admin)."""
     files = _convert.files(body.files, svc.settings)
     try:
         limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
@@ -156,9 +164,10 @@ async def create(body: CreateRequest, svc: Svc, m: Manager) -> dict[str, Any]:
         ttl_s=body.ttl_s,
         idle_ttl_s=body.idle_ttl_s,
         priority=PRIORITIES[body.priority],
-        caller=body.caller,
+        caller=caller_of(request.scope, body.caller),
         tar=tar,
         image=image,
+        owner=who.name,
     )
     if task is not None:
         attach(session, task, gated=body.gated)
@@ -179,25 +188,25 @@ def _task(row: dict[str, Any] | None) -> AgentTask | None:
 
 
 @router.post("/{session_id}/verify")
-async def verify(session_id: str, body: VerifyRequest, m: Manager) -> Any:
+async def verify(session_id: str, body: VerifyRequest, m: Manager, who: Who) -> Any:
     """Run the session's hidden tests on a snapshot of its workspace: ``{passed, total,
     verdict, newly_passing, newly_failing, protected_edits, step_reward, reward, ...}``."""
-    result = await _on(m, session_id, "verify", body.diagnosis)
+    result = await _on(m, who, session_id, "verify", body.diagnosis)
     return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
 @router.get("/{session_id}/rewards")
-async def rewards(session_id: str, m: Manager) -> Any:
+async def rewards(session_id: str, m: Manager, who: Who) -> Any:
     """The episode's final reward and its step rewards (gated ones paid or zeroed)."""
-    result = await _on(m, session_id, "episode_rewards")
+    result = await _on(m, who, session_id, "episode_rewards")
     return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
 @router.get("/{session_id}")
-async def info(session_id: str, m: Manager) -> Any:
+async def info(session_id: str, m: Manager, who: Who) -> Any:
     """State, age, idle time, limits and step count."""
     try:
-        return m.get(session_id).info()
+        return m.get(session_id, who.owner).info()
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -205,18 +214,18 @@ async def info(session_id: str, m: Manager) -> Any:
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response, response_model=None)
-async def close(session_id: str, m: Manager) -> Any:
+async def close(session_id: str, m: Manager, who: Who) -> Any:
     """End the session: its processes, files, mounts and cgroup are gone when this answers."""
-    answer = await _on(m, session_id, "close")
+    answer = await _on(m, who, session_id, "close")
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
 
 
 @router.post("/{session_id}/exec", response_model=ExecResponse)
-async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any:
+async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager, who: Who) -> Any:
     """One shell step (cwd and exported variables carry over from the previous step)."""
     stdin = _convert.stdin(body.stdin, svc.settings)
     step = await _on(
-        m, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
+        m, who, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
     )
     if isinstance(step, JSONResponse):
         return step
@@ -227,10 +236,11 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager) -> Any
 
 
 @router.post("/{session_id}/fork")
-async def fork(session_id: str, m: Manager) -> Any:
-    """A new session with a copy of this one's workspace (processes are not copied)."""
+async def fork(session_id: str, m: Manager, who: Who) -> Any:
+    """A new session with a copy of this one's workspace (processes are not copied), owned
+    by the same tenant."""
     try:
-        child: Session = await asyncio.to_thread(m.fork, session_id)
+        child: Session = await asyncio.to_thread(m.fork, session_id, who.owner)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -239,26 +249,26 @@ async def fork(session_id: str, m: Manager) -> Any:
 
 
 @router.get("/{session_id}/files")
-async def list_files(session_id: str, m: Manager, dir: str = Query(".")) -> Any:
+async def list_files(session_id: str, m: Manager, who: Who, dir: str = Query(".")) -> Any:
     """The entries of directory ``dir`` of the workspace."""
-    entries = await _on(m, session_id, "list_files", dir)
+    entries = await _on(m, who, session_id, "list_files", dir)
     return entries if isinstance(entries, JSONResponse) else {"entries": entries}
 
 
 @router.put(
     "/{session_id}/files/{path:path}", status_code=204, response_class=Response, response_model=None
 )
-async def put_file(session_id: str, path: str, request: Request, m: Manager) -> Any:
+async def put_file(session_id: str, path: str, request: Request, m: Manager, who: Who) -> Any:
     """Write the raw request body to ``path`` (directories are made as needed)."""
     data = await request.body()
-    answer = await _on(m, session_id, "write_file", path, data)
+    answer = await _on(m, who, session_id, "write_file", path, data)
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
 
 
 @router.get("/{session_id}/files/{path:path}")
-async def get_file(session_id: str, path: str, m: Manager) -> Any:
+async def get_file(session_id: str, path: str, m: Manager, who: Who) -> Any:
     """The raw bytes of ``path``."""
-    data = await _on(m, session_id, "read_file", path)
+    data = await _on(m, who, session_id, "read_file", path)
     if isinstance(data, JSONResponse):
         return data
     return Response(data, media_type="application/octet-stream")
@@ -267,7 +277,7 @@ async def get_file(session_id: str, path: str, m: Manager) -> Any:
 @router.delete(
     "/{session_id}/files/{path:path}", status_code=204, response_class=Response, response_model=None
 )
-async def delete_file(session_id: str, path: str, m: Manager) -> Any:
+async def delete_file(session_id: str, path: str, m: Manager, who: Who) -> Any:
     """Delete a file or a directory tree."""
-    answer = await _on(m, session_id, "delete_file", path)
+    answer = await _on(m, who, session_id, "delete_file", path)
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)

@@ -7,7 +7,9 @@ of tying up sandboxes or memory; the defaults suit a trainer sending RL rollouts
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from . import tenants
 
 
 def _env_int(name: str, default: int) -> int:
@@ -43,15 +45,28 @@ class Settings:
     #: ... and at most this many bytes of their results (outputs, messages), oldest
     #: finished batches dropped first, so a stream of large outputs cannot grow the service.
     max_batches_kept_bytes: int = 256 << 20
-    #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth).
-    api_token: str | None = None
+    #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth):
+    #: the one token of the tenant ``default`` (see :mod:`assay.server.tenants`).
+    api_token: str | None = field(default=None, repr=False)
+    #: ``(tenant name, token)`` pairs: each token authenticates its tenant (never in a repr).
+    api_tokens: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: Tenants that see every tenant's batches, sessions and dashboard rows.
+    admin_tenants: frozenset[str] = frozenset()
     #: Seconds graceful shutdown waits for in-flight batches before cancelling them.
     shutdown_grace_s: float = 30.0
 
+    def tenants(self) -> tenants.Tenants:
+        """Who each token authenticates (:class:`ConfigError` if that is inconsistent)."""
+        single = ((tenants.DEFAULT_TENANT, self.api_token),) if self.api_token else ()
+        return tenants.Tenants((*single, *self.api_tokens), self.admin_tenants)
+
     @classmethod
     def from_env(cls) -> Settings:
-        """Defaults overridden by ``ASSAY_API_TOKEN`` and ``ASSAY_SERVER_*`` variables."""
+        """Defaults overridden by the token variables (``ASSAY_API_TOKEN``, ``ASSAY_API_TOKENS``,
+        ``ASSAY_API_TOKENS_FILE``, ``ASSAY_ADMIN_TENANTS``) and ``ASSAY_SERVER_*`` variables;
+        a malformed token entry is a :class:`~assay.errors.ConfigError` naming it."""
         base = cls()
+        pairs, admins = tenants.load(os.environ)
         return cls(
             max_body_bytes=_env_int("ASSAY_SERVER_MAX_BODY_BYTES", base.max_body_bytes),
             max_code_bytes=_env_int("ASSAY_SERVER_MAX_CODE_BYTES", base.max_code_bytes),
@@ -59,4 +74,6 @@ class Settings:
             max_memory_mb=_env_int("ASSAY_SERVER_MAX_MEMORY_MB", base.max_memory_mb),
             max_batch=_env_int("ASSAY_SERVER_MAX_BATCH", base.max_batch),
             api_token=os.environ.get("ASSAY_API_TOKEN") or None,
+            api_tokens=pairs,
+            admin_tenants=admins,
         )

@@ -92,12 +92,12 @@ class SessionManager:
             self._reserved += 1
             self._reserved_mb += limits.memory_mb
 
-    def _admit(self, limits: SessionLimits, session: Session | None) -> None:
+    def _admit(self, limits: SessionLimits, session: Session | None, owner: str | None) -> None:
         with self._lock:
             self._reserved -= 1
             self._reserved_mb -= limits.memory_mb
             if session is not None and not session.ended:
-                self._held.open[session.id] = session
+                self._held.hold(session, owner)
         if session is not None:
             if self.metrics is not None:
                 self.metrics.session_created()
@@ -167,38 +167,44 @@ class SessionManager:
             ended=ended,
         )
 
-    def create(self, **kwargs: Any) -> Session:
-        """A new session (``Session``'s keyword arguments)."""
+    def create(self, *, owner: str | None = None, **kwargs: Any) -> Session:
+        """A new session (``Session``'s keyword arguments), ``owner``'s if given: then only
+        lookups for ``owner`` (or for any owner) find it."""
         limits = kwargs.get("limits") or SessionLimits()
         self._reserve(limits)
         session = None
         try:
             session = Session(self.source, **kwargs)
         finally:
-            self._admit(limits, session)
+            self._admit(limits, session, owner)
         return session
 
-    def get(self, session_id: str) -> Session:
+    def get(self, session_id: str, owner: str | None = None) -> Session:
         """The open session ``session_id``; :class:`SessionEnded` if it has ended (with why),
-        :class:`UnknownSession` if there never was one (or it ended long ago)."""
+        :class:`UnknownSession` if there never was one (or it ended long ago), or if
+        ``owner`` is given and it is not ``owner``'s (ended or not: the same answer as for
+        an id that never existed)."""
         with self._lock:
-            session = self._held.find(session_id)
+            session = self._held.find(session_id, owner)
         if session is None:
             raise UnknownSession(session_id)
         return session
 
-    def fork(self, session_id: str) -> Session:
-        parent = self.get(session_id)
+    def fork(self, session_id: str, owner: str | None = None) -> Session:
+        """A copy of session ``session_id`` (found as by :meth:`get`), owned by its owner."""
+        parent = self.get(session_id, owner)
+        with self._lock:
+            parent_owner = self._held.owners.get(parent.id)
         self._reserve(parent.limits)
         child = None
         try:
             child = parent.fork()
         finally:
-            self._admit(parent.limits, child)
+            self._admit(parent.limits, child, parent_owner)
         return child
 
-    def close(self, session_id: str) -> None:
-        self.get(session_id).close()
+    def close(self, session_id: str, owner: str | None = None) -> None:
+        self.get(session_id, owner).close()
 
     def sessions(self) -> list[Session]:
         with self._lock:

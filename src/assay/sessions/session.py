@@ -111,7 +111,7 @@ class Session:
                 raise ValidationError("image", "a session in an image needs a Runner source")
             runner, release = runner.images.hold(image)
             self._execute = runner.execute
-        self.id = session_id or secrets.token_hex(8)
+        self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed
         self.created = time.monotonic()
         self.last_used = self.created
         self.steps = 0

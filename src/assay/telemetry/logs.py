@@ -30,6 +30,7 @@ SENSITIVE = frozenset(
         "tests",
         "authorization",
         "api_token",
+        "api_tokens",
         "token",
         "password",
         "secret",

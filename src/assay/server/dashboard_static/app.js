@@ -133,8 +133,13 @@ async function drawTables() {
     (r) => sec(r.wall_p95_s), (r) => new Date(r.last_ended_at * 1000).toLocaleTimeString(),
   ], (r) => { selectedBatch = r.batch_id; refresh(); }, (r) => r.batch_id === selectedBatch);
   if (selectedBatch !== null) {
-    const jobs = await getJSON(`/dashboard/api/batches/${encodeURIComponent(selectedBatch)}`);
-    document.getElementById("batch-id").textContent = selectedBatch;
+    const path = `/dashboard/api/batches/${encodeURIComponent(selectedBatch)}`;
+    const r = await fetch(path, { cache: "no-store" });
+    // 404: none of its jobs is kept any more (the newest records only): drop the selection.
+    if (!r.ok && r.status !== 404) throw new Error(`${path}: HTTP ${r.status}`);
+    const jobs = r.ok ? await r.json() : { jobs: [] };
+    if (!r.ok) selectedBatch = null;
+    document.getElementById("batch-id").textContent = selectedBatch ?? "";
     fill("jobs", jobs.jobs, [
       (r) => r.job_id, (r) => r.problem_id || "-", (r) => r.language, (r) => r.label,
       (r) => (r.reward === null ? "-" : r.reward), (r) => sec(r.wall_s),

@@ -1,0 +1,1 @@
+"""Tests of the documentation site (issue 32)."""
