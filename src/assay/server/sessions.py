@@ -34,7 +34,7 @@ _lock = threading.Lock()
 _DEFAULT = SessionLimits()
 
 
-class LimitsModel(BaseModel):
+class SessionLimitsModel(BaseModel):
     """A session's limits (``SessionLimits``, whose defaults these are; it checks them)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -50,7 +50,7 @@ class LimitsModel(BaseModel):
 class CreateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
-    limits: LimitsModel | None = None
+    limits: SessionLimitsModel | None = None
     ttl_s: float = 3600.0
     idle_ttl_s: float = 600.0
     priority: Priority = Field(
@@ -149,7 +149,7 @@ async def create(
     It is the tenant's: its id answers 404 to every other (but an admin)."""
     files = _convert.files(body.files, svc.settings)
     try:
-        limits = SessionLimits(**(body.limits or LimitsModel()).model_dump())
+        limits = SessionLimits(**(body.limits or SessionLimitsModel()).model_dump())
     except TypeError as exc:
         raise ValidationError("limits", str(exc)) from None
     task = _task(body.task)
