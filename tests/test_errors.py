@@ -71,3 +71,42 @@ def test_writer_and_cache_errors(tmp_path: Path) -> None:
 
 def test_closed_is_still_a_value_error_as_for_a_closed_file() -> None:
     assert issubclass(ClosedError, ValueError) and issubclass(ClosedError, AssayError)
+
+
+def _public_exceptions() -> dict[str, type[BaseException]]:
+    """Every exception class that a public name of an ``assay`` package or module exports
+    (``__all__``), by qualified name."""
+    import importlib
+    import pkgutil
+
+    import assay
+
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(assay.__path__, "assay."):
+        leaf = info.name.rsplit(".", 1)[-1]
+        if leaf.startswith("_") or "._" in info.name:
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra (ray, otel, ...) not installed
+            continue
+        for name in getattr(module, "__all__", []):
+            value = getattr(module, name, None)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                found[f"{info.name}.{name}"] = value
+    return found
+
+
+def test_every_public_exception_is_an_assay_error_drawn_in_errors() -> None:
+    import assay.errors
+
+    found = _public_exceptions()
+    assert "assay.sessions.UnknownSession" in found  # the walk sees the packages' faces
+    outside = {
+        name: cls.__module__
+        for name, cls in found.items()
+        if not issubclass(cls, AssayError) or cls.__module__ != "assay.errors"
+    }
+    assert outside == {}
+    drawn = assay.errors.__doc__ or ""
+    assert [c.__name__ for c in set(found.values()) if c.__name__ not in drawn] == []

@@ -1,5 +1,8 @@
-"""Structure rules of the source tree: no import cycle among the modules of ``src/assay``,
-and no module over 500 lines."""
+"""Structure rules of the source tree (DESIGN.md, "The layers"): no import cycle among the
+modules of ``src/assay``, no layer importing a layer above it, and no module over 500 lines.
+
+Every import counts: at module level, inside functions and under ``if TYPE_CHECKING:`` (a
+deferred import is still a dependency; deferring one only hides a cycle)."""
 
 from __future__ import annotations
 
@@ -26,23 +29,10 @@ def _is_package(path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Imports at module level, ``if TYPE_CHECKING:`` blocks included (a module that needs
-    another's types depends on it); not those inside functions, which are deferred on
-    purpose."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    stack: list[ast.stmt] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append(node)
-        elif isinstance(node, ast.If):
-            stack += node.body + node.orelse
-        elif isinstance(node, ast.Try):
-            stack += node.body + node.orelse + node.finalbody
-            for handler in node.handlers:
-                stack += handler.body
-    return found
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import of a module: module level, ``if TYPE_CHECKING:`` blocks and function
+    bodies alike."""
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -50,7 +40,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         package = name if _is_package(path) else name.rpartition(".")[0]
-        for node in _top_level_imports(ast.parse(path.read_text())):
+        for node in _imports(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -119,9 +109,70 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle() -> None:
-    """``if TYPE_CHECKING:`` imports count: a module that needs another's types depends on
-    it. (sandbox/_inside's program/slot/zygote cycle was the last one; it is gone.)"""
+    """Function-level and ``if TYPE_CHECKING:`` imports count: a module that needs
+    another's types or defers an import still depends on it."""
     assert [sorted(c) for c in cycles(import_graph())] == []
+
+
+#: DESIGN.md's floors, top first. A module may import its own package and any package on a
+#: lower floor (it may skip floors), never one on a higher floor. Packages on one floor may
+#: import each other (in one direction: the cycle test sees the other).
+FLOORS: list[set[str]] = [
+    {"cli"},
+    {"server", "integrations", "client", "evaluate", "demo", ""},  # "": assay/__init__
+    {"executor"},
+    {"sessions", "agents"},
+    {"tasks", "testgen"},
+    {"reward", "formats"},
+    {"judge"},
+    {"runner"},
+    {"images"},
+    {"languages"},
+    {"sandbox"},
+    {"scheduler", "telemetry"},
+    {"types", "defaults", "errors", "_threads", "_fs", "_pysource", "_extract", "_progress"},
+]
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def floor_of(module: str) -> int:
+    """A module's floor, counted from the ground (0)."""
+    package = _package(module)
+    for i, names in enumerate(FLOORS):
+        if package in names:
+            return len(FLOORS) - 1 - i
+    raise AssertionError(f"{module}: its package {package!r} is on no floor of DESIGN.md")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    found = []
+    for module, targets in graph.items():
+        for target in targets:
+            if _package(target) == _package(module):
+                continue
+            if floor_of(target) > floor_of(module):
+                found.append((module, target))
+    return sorted(found)
+
+
+def test_the_layering_check_sees_an_upward_import() -> None:
+    assert upward_imports({"assay.judge.x": {"assay.executor.y"}}) == [
+        ("assay.judge.x", "assay.executor.y")
+    ]
+    assert upward_imports({"assay.executor.y": {"assay.judge.x", "assay.executor.z"}}) == []
+
+
+def test_no_layer_imports_a_layer_above_it() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_every_package_is_on_a_floor() -> None:
+    for module in import_graph():
+        floor_of(module)
 
 
 def test_no_module_over_500_lines() -> None:

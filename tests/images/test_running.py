@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tarfile
@@ -167,3 +168,38 @@ def test_pip_requirements_and_the_images_own_compiler(
         image=security_image.id,
     )
     assert c.status == "ok" and c.stdout == b"10\n", c.stderr
+
+
+def test_a_gvisor_run_leaves_the_stored_image_as_it_was(tmp_path: Path, py39_image: Image) -> None:
+    """runsc makes a missing mount point in the root it is given (the stored image): the
+    gVisor tier's relay directory is one of the store's own mount points, so nothing is
+    added to an image by running in it."""
+    from assay.sandbox import SandboxConfig
+    from assay.sandbox.gvisor import available
+
+    ok, why = available()
+    if not ok:
+        pytest.skip(f"gVisor tier: {why}")
+    base = tmp_path / "base.tar"
+    with tarfile.open(base, "w") as tar:
+        for entry in sorted(Path(py39_image.path).iterdir()):
+            # (without the mount point: an archive from elsewhere does not have it)
+            tar.add(
+                entry, arcname=entry.name, filter=lambda m: None if ".assay-uds" in m.name else m
+            )
+    store = ImageStore(tmp_path / "store")
+    image = import_image(str(oci_archive(tmp_path / "t.oci.tar", [base.read_bytes()])), store)
+
+    def tree() -> set[str]:
+        return {
+            os.path.relpath(os.path.join(d, n), image.path)
+            for d, dirs, files in os.walk(image.path)
+            for n in dirs + files
+        }
+
+    before = tree()
+    with Runner(config=SandboxConfig(isolation="gvisor")) as r:
+        r.images.store = store
+        res = r.run("print(1)", image=image.id)
+    assert res.stdout == b"1\n", res.stderr
+    assert tree() - before == set()

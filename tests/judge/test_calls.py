@@ -303,3 +303,25 @@ def test_call_tests_are_measured_in_records(runner: Runner) -> None:
     (record,) = records.records
     assert record["cpu_s"] > 0 and record["wall_s"] > 0
     assert record["peak_memory_bytes"] > 40 << 20
+
+
+def test_an_answer_of_over_a_million_items_is_compared(judge: Judge) -> None:
+    # HumanEval+ HumanEval/130's reference answers tri(1000004) with 1,000,005 items: a
+    # count limit on decoded collections refused the dataset's own reference ("too many
+    # items"). The reply's size (64 MiB) is the bound, not the number of items.
+    n = 1_000_004
+    problem = Problem(
+        "long", [_call("upto", [n], list(range(n + 1)))], limits=Limits(time_s=10, memory_mb=512)
+    )
+    j = judge.judge(Submission(problem, "def upto(n):\n    return list(range(n + 1))\n"))
+    assert (j.verdict, j.reason) == ("accepted", "all 1 tests passed")
+    off = judge.judge(Submission(problem, "def upto(n):\n    return list(range(n))\n"))
+    assert off.verdict == "wrong_answer"
+
+
+def test_a_generator_that_never_ends_is_answered(judge: Judge) -> None:
+    # Its first items are taken (as many as the codec passes), not all of them: the
+    # comparison answers, as `f() == [...]` does in a test run as a script.
+    problem = Problem("forever", [_call("gen", [], [1, 1])], limits=Limits(time_s=10))
+    j = judge.judge(Submission(problem, "def gen():\n    while True:\n        yield 1\n"))
+    assert j.verdict == "wrong_answer", j.reason

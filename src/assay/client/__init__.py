@@ -9,8 +9,8 @@ raises (``SessionEnded`` with the reason, ``SessionRefused``, ``SessionFault``,
 ``ValidationError`` naming the field); anything else is a ``RemoteError``.
 """
 
+from ..errors import RemoteError
 from ._async import AsyncSessionClient
-from ._calls import RemoteError
 from ._sync import RemoteSession, SessionClient
 
 __all__ = [

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import httpx
 
 from .. import defaults
-from ..errors import AssayError, ValidationError
+from ..errors import RemoteError, ValidationError
 from ..sessions import (
     CellResult,
     EpisodeRewards,
@@ -33,11 +33,6 @@ from ..sessions import (
 from ..tasks import AgentTask
 
 __all__ = ["Call", "RemoteError", "create", "raise_for"]
-
-
-class RemoteError(AssayError):
-    """The server answered in a way the session API does not (a wrong URL, a version
-    mismatch, a proxy's error page): it does not heal by itself and is not hidden."""
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,11 @@ plus pip requirements, from a small spec). ``Runner.run(..., image=...)`` runs o
 
 from __future__ import annotations
 
-from .build import BuildError, ImageSpec, build_image
+from ..errors import BuildError, ImageNotFound
+from .build import ImageSpec, build_image
 from .importer import import_image
 from .pools import ImagePools
-from .store import Image, ImageNotFound, ImageStore
+from .store import Image, ImageStore
 
 __all__ = [
     "BuildError",

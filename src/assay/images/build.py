@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._fs import open_dir_under, remove_at
-from ..errors import AssayError, ValidationError
+from ..errors import BuildError, ValidationError
 from .store import Image, ImageStore, check_name
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -40,10 +40,6 @@ VARIANTS = ("essential", "minbase", "apt", "required", "important", "standard")
 BUILDER_VERSION = 3
 _PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]*(=[A-Za-z0-9.+~:-]+)?$")
 _SUITE = re.compile(r"^[a-z][a-z0-9-]*$")
-
-
-class BuildError(AssayError):
-    """The build tools failed (the message carries their output's tail)."""
 
 
 @dataclass(frozen=True)

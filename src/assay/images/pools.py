@@ -27,7 +27,7 @@ class Closable(Protocol):
 
 
 #: What a pool holds: the runner (``assay.runner.Runner``) made by the owner's factory.
-Runner = TypeVar("Runner", bound=Closable)
+PoolT = TypeVar("PoolT", bound=Closable)
 
 #: Image pools kept warm at once (each a fork server and its idle slots).
 MAX_IMAGES = 4
@@ -37,14 +37,14 @@ IMAGE_POOL_SIZE = 4
 IMAGE_PYTHON = "/usr/bin/python3"
 
 
-class ImagePools(Generic[Runner]):
+class ImagePools(Generic[PoolT]):
     """``(isolation tier, image) -> Runner`` with LRU eviction; thread-safe. ``make``
     builds a runner from a sandbox configuration, an idle-pool size and a compile cache."""
 
     def __init__(
         self,
         base: SandboxConfig,
-        make: Callable[[SandboxConfig, int, CompileCache], Runner],
+        make: Callable[[SandboxConfig, int, CompileCache], PoolT],
         store: ImageStore | None = None,
         max_images: int = MAX_IMAGES,
         pool_size: int = IMAGE_POOL_SIZE,
@@ -55,7 +55,7 @@ class ImagePools(Generic[Runner]):
         self.pool_size = pool_size
         self._make = make
         self._lock = threading.Lock()
-        self._pools: collections.OrderedDict[str, Runner] = collections.OrderedDict()
+        self._pools: collections.OrderedDict[str, PoolT] = collections.OrderedDict()
         self._users: collections.Counter[str] = collections.Counter()
         self._closed = False
         self.evictions = 0
@@ -65,7 +65,7 @@ class ImagePools(Generic[Runner]):
         return self.store.get(ref)
 
     @contextmanager
-    def use(self, ref: str, isolation: str | None = None) -> Iterator[Runner]:
+    def use(self, ref: str, isolation: str | None = None) -> Iterator[PoolT]:
         """The warm runner of image ``ref`` (in tier ``isolation``, default the base
         configuration's), held for the duration of the block."""
         image = self.resolve(ref)
@@ -79,7 +79,7 @@ class ImagePools(Generic[Runner]):
     def _key(self, image: Image, isolation: str | None) -> str:
         return f"{isolation or self.base.isolation}:{image.id}"
 
-    def hold(self, ref: str, isolation: str | None = None) -> tuple[Runner, Callable[[], None]]:
+    def hold(self, ref: str, isolation: str | None = None) -> tuple[PoolT, Callable[[], None]]:
         """The runner of image ``ref`` and the call that releases it, for holders that
         outlive a block (a session): a held pool is never evicted."""
         image = self.resolve(ref)
@@ -94,7 +94,7 @@ class ImagePools(Generic[Runner]):
 
         return runner, release
 
-    def _acquire(self, image: Image, key: str) -> Runner:
+    def _acquire(self, image: Image, key: str) -> PoolT:
         with self._lock:
             if self._closed:
                 from ..errors import SandboxError
@@ -127,7 +127,7 @@ class ImagePools(Generic[Runner]):
         for victim in victims:
             victim.close()
 
-    def _evict_locked(self) -> list[Runner]:
+    def _evict_locked(self) -> list[PoolT]:
         """Drop least recently used pools beyond ``max_images`` that no run holds (the
         caller closes them, outside the lock): their fork server and idle slots end; the
         image's next run starts a new pool."""

@@ -26,20 +26,14 @@ from typing import Any
 
 from .. import defaults
 from .._fs import open_dir_under, tree_size
-from ..errors import AssayError, ValidationError
+from ..errors import AssayError, ImageNotFound, ValidationError
 
-#: Directories every image root gets (mount points of the sandbox's own file systems).
-MOUNT_POINTS = ("proc", "dev", "tmp", "work", "etc")
+#: Directories every image root gets (mount points of the sandbox's own file systems, and
+#: of the gVisor tier's relay sockets: runsc creates a missing mount point in the root it is
+#: given, which would be the stored image itself).
+MOUNT_POINTS = ("proc", "dev", "dev/.assay-uds", "tmp", "work", "etc")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
 _ID = re.compile(r"^[0-9a-f]{64}$")
-
-
-class ImageNotFound(ValidationError):
-    """No stored image has this id, id prefix or name."""
-
-    def __init__(self, ref: str, field: str = "image") -> None:
-        super().__init__(field, f"no image {ref!r} in the store (see `assay image list`)")
-        self.ref = ref
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import AssayError, ValidationError
+from ..errors import RemoteRefused, ValidationError
 from ..judge import Submission, TestCase
 from ..types import Limits
 
@@ -51,10 +51,6 @@ CALL_OPTIONS = frozenset({"also", "tuples_as_lists", "atol", "rtol"})
 SCRIPT_OPTIONS = frozenset({"setup", "call", "requires"})
 #: The limits ``/v1/judge`` lets a request set.
 _LIMIT_FIELDS = ("time_s", "wall_s", "memory_mb", "processes", "output_bytes")
-
-
-class RemoteRefused(AssayError):
-    """The server answered with an error status or a body of the wrong shape."""
 
 
 def _json_faithful(value: Any, depth: int = 0) -> bool:

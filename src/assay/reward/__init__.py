@@ -9,11 +9,7 @@ and is never silently turned into 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from ..errors import ValidationError
-from .base import Reward, RewardFn, RewardResult
+from .base import REGISTRY, Reward, RewardFn, RewardResult, get
 from .binary import BinaryReward
 from .composite import CompositeReward
 from .efficiency import EfficiencyReward
@@ -21,28 +17,17 @@ from .fraction import FractionReward, WeightedFractionReward
 from .memory import MemoryReward
 from .quality import QualityReward
 
-#: Name -> factory; keyword options of :func:`get` go to the factory.
-REGISTRY: dict[str, Callable[..., RewardFn]] = {
-    "binary": BinaryReward,
-    "fraction": FractionReward,
-    "weighted": WeightedFractionReward,
-    "efficiency": EfficiencyReward,
-    "memory": MemoryReward,
-    "quality": QualityReward,
-    "composite": CompositeReward,
-}
-
-
-def get(name: str, **options: Any) -> RewardFn:
-    """A reward by name, e.g. ``get("composite", weights={"binary": 1.0, "efficiency": 0.2})``."""
-    try:
-        factory = REGISTRY[name]
-    except KeyError:
-        raise ValidationError(
-            "reward", f"unknown reward {name!r}; known: {', '.join(sorted(REGISTRY))}"
-        ) from None
-    return factory(**options)
-
+REGISTRY.update(
+    {
+        "binary": BinaryReward,
+        "fraction": FractionReward,
+        "weighted": WeightedFractionReward,
+        "efficiency": EfficiencyReward,
+        "memory": MemoryReward,
+        "quality": QualityReward,
+        "composite": CompositeReward,
+    }
+)
 
 __all__ = [
     "REGISTRY",

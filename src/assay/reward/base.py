@@ -8,9 +8,11 @@ a trainer would then punish the model for our faults.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, final, runtime_checkable
 
+from ..errors import ValidationError
 from ..judge import Judgement, Problem, Submission
 
 
@@ -88,3 +90,20 @@ class Reward(ABC):
         self, judgement: Judgement, problem: Problem, *, submission: Submission | None = None
     ) -> RewardResult:
         """The reward of a usable judgement (no sandbox_error in it)."""
+
+
+#: Name -> factory; keyword options of :func:`get` go to the factory. Filled by the package
+#: (``assay.reward``) with Assay's rewards; here so that a reward made of others (the
+#: composite) can build them by name without importing the package that imports it.
+REGISTRY: dict[str, Callable[..., RewardFn]] = {}
+
+
+def get(name: str, **options: Any) -> RewardFn:
+    """A reward by name, e.g. ``get("composite", weights={"binary": 1.0, "efficiency": 0.2})``."""
+    try:
+        factory = REGISTRY[name]
+    except KeyError:
+        raise ValidationError(
+            "reward", f"unknown reward {name!r}; known: {', '.join(sorted(REGISTRY))}"
+        ) from None
+    return factory(**options)

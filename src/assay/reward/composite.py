@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from ..errors import ValidationError
 from ..judge import Judgement, Problem, Submission
-from .base import Reward, RewardFn, RewardResult
+from .base import Reward, RewardFn, RewardResult, get
 
 
 class CompositeReward(Reward):
@@ -28,8 +28,6 @@ class CompositeReward(Reward):
         components: Mapping[str, RewardFn] | None = None,
         normalize: bool = True,
     ) -> None:
-        from . import get  # the registry imports this module
-
         if not weights:
             raise ValidationError("weights", "a composite needs at least one named component")
         for name, w in weights.items():

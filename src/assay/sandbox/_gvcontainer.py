@@ -14,11 +14,12 @@ import subprocess
 import threading
 import time
 import uuid
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..errors import SandboxError
-from ..types import ExecResult
+from ..types import ExecResult, Status
 from ._gvisor_wire import Stopped, recv, recv_bytes, relay, send, send_bytes, wait_answer
+from ._inside import status as run_status
 from ._run import RunRequest
 from .cgroups import CgroupBackend, CgroupLimits
 
@@ -129,6 +130,7 @@ class Container:
             "limits": {
                 "time_s": lim.time_s,
                 "wall_s": lim.effective_wall_s,
+                "wall_explicit": lim.wall_s is not None,
                 "memory_mb": lim.memory_mb,
                 # The host cgroup enforces memory where there is one (a summed RSS would
                 # count pages that forked processes share once per process).
@@ -158,7 +160,8 @@ class Container:
             listeners.append(listener)
         msg["pass_fds"] = len(listeners)
         relays: list[threading.Thread] = []
-        deadline = started + lim.effective_wall_s + ANSWER_GRACE_S
+        hard_wall = run_status.stretched_wall(lim.effective_wall_s, lim.wall_s is not None)
+        deadline = started + hard_wall + ANSWER_GRACE_S
         try:
             send(self.wfd, msg)
             for blob in [*(c for _p, c, _m in req.files), req.stdin]:
@@ -213,8 +216,19 @@ class Container:
         if any(b is None for b in blobs):
             raise SandboxError("gVisor sandbox cut its answer short")
         stdout, stderr, *contents = (b or b"" for b in blobs)
+        status = run_status.decide(
+            kill_reason=answer["kill_reason"],
+            reported=True,
+            failed=False,
+            oom=False,  # the host cgroup's OOM kill takes the whole sandbox (above)
+            exit_code=answer["exit_code"],
+            sig=answer["signal"],
+            cpu_s=answer["cpu_s"],
+            time_s=lim.time_s,
+            stderr_tail=stderr[-run_status.MEMORY_ERROR_TAIL :],
+        )
         return ExecResult(
-            status=answer["status"],
+            status=cast(Status, status),
             exit_code=answer["exit_code"],
             signal=answer["signal"],
             stdout=stdout,

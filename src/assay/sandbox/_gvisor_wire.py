@@ -20,6 +20,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYRUN = os.path.join(_HERE, "_inside", "pyrun.py")
 _SERVER = os.path.join(_HERE, "_gvserver.py")
 _KERNEL = os.path.join(_HERE, "_gvkernel.py")
+_STATUS = os.path.join(_HERE, "_inside", "status.py")
 
 
 def server_program() -> str:
@@ -30,15 +31,20 @@ def server_program() -> str:
         server = fh.read()
     with open(_KERNEL, encoding="utf-8") as fh:
         kernel = fh.read()
+    with open(_STATUS, encoding="utf-8") as fh:
+        status = fh.read()
     return (
         "# assay gVisor server\nimport types as _types\n"
         "pyrun = _types.ModuleType('pyrun')\n"
         f"exec(compile({pyrun!r}, '<assay-gvisor-pyrun>', 'exec'), pyrun.__dict__)\n"
         "gvkernel = _types.ModuleType('gvkernel')\n"
         f"exec(compile({kernel!r}, '<assay-gvisor-kernel>', 'exec'), gvkernel.__dict__)\n"
+        "runstatus = _types.ModuleType('runstatus')\n"
+        f"exec(compile({status!r}, '<assay-gvisor-status>', 'exec'), runstatus.__dict__)\n"
         "server = _types.ModuleType('server')\n"
         f"exec(compile({server!r}, '<assay-gvisor-server>', 'exec'), server.__dict__)\n"
-        "server.pyrun = pyrun\nserver.gvkernel = gvkernel\nserver.main()\n"
+        "server.pyrun = pyrun\nserver.gvkernel = gvkernel\nserver.runstatus = runstatus\n"
+        "server.main()\n"
     )
 
 

@@ -11,26 +11,19 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .. import defaults
 from ..types import ExecResult, Limits, Status
+from ._inside import status as run_status
 from ._inside import wire
 from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
 Network = Literal["none", "loopback"]
-KillReason = Literal["time", "wall", "output", "stopped"]
+KillReason = Literal["time", "wall", "output", "memory", "stopped"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
-#: How far past the default wall backstop a still-computing program may go.
-WALL_STRETCH = 4.0
-#: CPU share (of one core) below which a program is not computing at all.
-COMPUTING_SHARE = 0.02
-#: The share is measured over at least this much recent wall time. On a loaded host a
-#: computing program gets the CPU in slices of a few ms with long gaps between them, so a
-#: shorter window (one poll interval) can see zero CPU and take it for a sleeper.
-COMPUTING_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,43 +84,14 @@ class _Capture:
     def value(self) -> bytes:
         return b"".join(self.chunks)
 
-
-class _CpuWindow:
-    """The CPU rate a run would have on an idle machine, over the last
-    :data:`COMPUTING_WINDOW_S` to ``2 *`` that of wall time.
-
-    From CPU time used and time spent runnable but waiting for a CPU (the scheduler's
-    run-queue wait, ``/proc/<tid>/schedstat``): what is left of the wall time is time the
-    program chose to sleep or block, so ``cpu / (wall - wait)`` is its rate with no one else
-    about. A computing program on a busy host gets the rate it would have alone, a sleeper a
-    small one, whatever the load.
-
-    Two reference samples are kept: the newest one at least a window old is the base, so the
-    measured span is never shorter than one window, whatever the poll timing.
-    """
-
-    __slots__ = ("base", "last", "mark")
-
-    def __init__(self, started: float) -> None:
-        self.base = (started, 0.0, 0.0)
-        self.mark = (started, 0.0, 0.0)
-        self.last = (started, 0.0, 0.0)
-
-    def add(self, at: float, cpu: float, waited: float) -> None:
-        self.last = (at, cpu, waited)
-        if at - self.mark[0] >= COMPUTING_WINDOW_S:
-            self.base, self.mark = self.mark, (at, cpu, waited)
-
-    def share(self) -> float:
-        """CPU seconds per wall second the run would use alone (inf: never sleeps)."""
-        span = self.last[0] - self.base[0]
-        if span <= 0:
-            return 0.0
-        cpu = self.last[1] - self.base[1]
-        awake = span - (self.last[2] - self.base[2])
-        if awake <= 0.05 * span:  # runnable all the time (or several busy threads)
-            return math.inf if cpu > 0 else 0.0
-        return cpu / awake
+    def tail(self, n: int) -> bytes:
+        """The last ``n`` bytes (or fewer) kept."""
+        out = b""
+        for chunk in reversed(self.chunks):
+            out = chunk + out
+            if len(out) >= n:
+                break
+        return out[-n:]
 
 
 def _runqueue_wait_s(tids: list[int]) -> float:
@@ -201,10 +165,10 @@ class Supervision:
         next_cpu_check = self.started
         # The default wall limit is only a backstop against sleepers: a program that is
         # still computing when it fires (slowed by a busy machine) gets more wall time, up
-        # to WALL_STRETCH times the limit, so load cannot turn into a verdict. An explicit
+        # to status.WALL_STRETCH times the limit, so load cannot turn into a verdict. An explicit
         # wall_s is enforced as given.
-        hard_wall = wall_limit if limits.wall_s is not None else wall_limit * WALL_STRETCH
-        window = _CpuWindow(self.started)
+        hard_wall = run_status.stretched_wall(wall_limit, explicit=limits.wall_s is not None)
+        window = run_status.CpuWindow(self.started)
 
         def stop(reason: KillReason) -> None:
             if self.kill_reason is None:
@@ -278,7 +242,7 @@ class Supervision:
                 poller.unregister(fd)
         return self._result()
 
-    def _on_course(self, window: _CpuWindow, now: float, hard_wall: float) -> bool:
+    def _on_course(self, window: run_status.CpuWindow, now: float, hard_wall: float) -> bool:
         """Whether the run, past the wall backstop, is computing at a pace that reaches its
         CPU limit within the stretch (``hard_wall``): a program slowed by a busy host is, a
         mostly sleeping one (a few % of a CPU) is not, and is stopped now rather than holding
@@ -297,11 +261,9 @@ class Supervision:
             self._waited_offset += self._waited_floor - waited
         self._waited_floor = waited
         window.add(now, cpu, waited + self._waited_offset)
-        demand = window.share()
-        if demand < COMPUTING_SHARE:
-            return False
-        remaining = max(0.0, self.req.limits.time_s - cpu)
-        return now + remaining / demand <= self.started + hard_wall
+        return run_status.on_course(
+            window.share(), cpu, self.req.limits.time_s, now, self.started, hard_wall
+        )
 
     def _on_program_message(self, sock: socket.socket) -> bool:
         """The program process's last words before it runs untrusted code; True at EOF."""
@@ -397,23 +359,15 @@ class Supervision:
     def _status(
         self, rec: dict[str, Any], cpu: float, oom: bool, sig: int | None, code: int | None
     ) -> Status:
-        limits = self.req.limits
-        if self.kill_reason == "stopped":
-            return "runtime_error"  # killed at the caller's request
-        if self.kill_reason == "output":
-            return "output_limit"
-        if self.kill_reason == "time" or (rec and cpu > limits.time_s):
-            return "time_limit"
-        if self.kill_reason == "wall":
-            return "time_limit"
-        if self.error is not None or not rec:
-            return "sandbox_error"
-        if oom:
-            return "memory_limit"
-        if sig == signal.SIGXCPU:
-            return "time_limit"
-        if sig == signal.SIGXFSZ:
-            return "output_limit"
-        if sig is not None or (code is not None and code != 0):
-            return "runtime_error"
-        return "ok"
+        status = run_status.decide(
+            kill_reason=self.kill_reason,
+            reported=bool(rec),
+            failed=self.error is not None,
+            oom=oom,
+            exit_code=code,
+            sig=sig,
+            cpu_s=cpu,
+            time_s=self.req.limits.time_s,
+            stderr_tail=self.err.tail(run_status.MEMORY_ERROR_TAIL),
+        )
+        return cast(Status, status)

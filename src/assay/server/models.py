@@ -129,7 +129,7 @@ class LimitsModel(BaseModel):
     output_bytes: int | None = None
 
 
-class RunRequest(_Environment):
+class RunBody(_Environment):
     model_config = ConfigDict(extra="forbid")
     code: str
     language: str = "python"

@@ -23,7 +23,7 @@ from .models import (
     JudgeResponse,
     JudgeResult,
     ProblemModel,
-    RunRequest,
+    RunBody,
     RunResponse,
     TestResultModel,
 )
@@ -33,7 +33,7 @@ router = APIRouter(prefix="/v1", tags=["native"])
 
 
 @router.post("/run", response_model=RunResponse)
-async def run(body: RunRequest, request: Request, svc: Svc) -> RunResponse:
+async def run(body: RunBody, request: Request, svc: Svc) -> RunResponse:
     """Run one program; the response is the ExecResult (plus fetched files, base64)."""
     s = svc.settings
     lang = _convert.language(body.language)

@@ -3,8 +3,14 @@
 Clients written for SandboxFusion (veRL's ``sandbox_fusion`` reward, for one) work unchanged.
 Mapping choices:
 
-- ``run_timeout`` is both the CPU limit (Assay's verdict, load-independent) and the wall
-  backstop; ``memory_limit_MB`` is enforced by the cgroup (-1: the server default).
+- ``run_timeout`` is the CPU limit (Assay's verdict, load-independent). The wall clock is
+  only the default backstop against sleepers, as on every other route: 3 x ``run_timeout``
+  + 1 s, which a program still computing when it fires (slowed by a busy host) may run past
+  up to 4 x that, so load never turns into a verdict. (It was ``run_timeout`` itself, which
+  stopped a program within its CPU budget that had waited for a CPU or for I/O.) A client
+  with its own request timeout should allow for the backstop: veRL's is ``compile_timeout +
+  run_timeout + 10`` s, longer than the backstop for ``run_timeout`` below 10.
+  ``memory_limit_MB`` is enforced by the cgroup (-1: the server default).
 - ``compile_timeout`` is validated but builds use each language's own compile limits
   (the compile cache shares one artefact between requests with different timeouts).
 - ``files`` / ``fetch_files`` paths must be relative and stay in the work dir (422 else).
@@ -135,7 +141,7 @@ def _run_job(body: RunCodeRequest, s: Settings) -> RunJob:
     mem = _convert.memory_mb(body.memory_limit_MB, s, "memory_limit_MB")
     files = _convert.files(body.files, s)
     fetch = _convert.fetch(body.fetch_files, s)
-    limits = Limits(time_s=t, wall_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
+    limits = Limits(time_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
     img = _convert.image(body.image)
     iso = _convert.isolation(body.isolation)
     return RunJob(
@@ -259,7 +265,7 @@ async def submit(body: SubmitRequest, request: Request, svc: Svc) -> EvalResult:
     _convert.code(body.completion, s, "completion")
     t = 10.0 if body.config.run_timeout is None else body.config.run_timeout
     _convert.seconds(t, s, "config.run_timeout")
-    limits = Limits(time_s=t, wall_s=t * 3 + 1, memory_mb=s.default_memory_mb)
+    limits = Limits(time_s=t, memory_mb=s.default_memory_mb)
     problem = _tests(_row(body), limits)
     src, kind = _convert.extract_code(body.completion, lang)
     handle = await svc.submit([Submission(problem, src, lang)], caller=caller(request))

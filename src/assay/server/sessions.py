@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import defaults
-from ..errors import ValidationError
+from ..errors import UnknownSession, ValidationError
 from ..sessions import (
     Download,
     DownloadFailed,
@@ -35,7 +35,6 @@ from ..sessions import (
     SessionManager,
     SessionRefused,
 )
-from ..sessions.manager import UnknownSession
 from ..sessions.verify import attach, limits_for
 from ..tasks import AgentTask
 from ..tasks.workspace import workspace_tar
@@ -55,7 +54,7 @@ _lock = threading.Lock()
 _DEFAULT = SessionLimits()
 
 
-class LimitsModel(BaseModel):
+class SessionLimitsModel(BaseModel):
     """A session's limits (``SessionLimits``, whose defaults these are; it checks them)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -71,7 +70,7 @@ class LimitsModel(BaseModel):
 class CreateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
-    limits: LimitsModel | None = None
+    limits: SessionLimitsModel | None = None
     ttl_s: float = 3600.0
     idle_ttl_s: float = 600.0
     priority: Priority = Field(
@@ -196,7 +195,7 @@ async def create(
     """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session.
     It is the tenant's: its id answers 404 to every other (but an admin)."""
     files = _convert.files(body.files, svc.settings)
-    limits = _limits(body.limits or LimitsModel(), svc.settings)
+    limits = _limits(body.limits or SessionLimitsModel(), svc.settings)
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
@@ -229,7 +228,7 @@ async def create(
     return session.info()
 
 
-def _limits(model: LimitsModel, settings: Settings) -> SessionLimits:
+def _limits(model: SessionLimitsModel, settings: Settings) -> SessionLimits:
     """A session's limits, each within the service's caps like the run API's (422 naming
     the field): a session cannot ask for what ``/v1/run`` would refuse."""
     caps: dict[str, float] = {

@@ -1,19 +1,20 @@
 """Agent sessions: a sandbox whose workspace and processes live across an agent's steps."""
 
-from ._download import Download, DownloadFailed, DownloadTooLarge
-from .asyncio import AsyncSession
-from .manager import SessionManager, TooManySessions
-from .session import Session
-from .step_reward import RewardWeights
-from .types import (
-    CellResult,
+from ..errors import (
+    DownloadFailed,
+    DownloadTooLarge,
     SessionEnded,
     SessionFault,
-    SessionLike,
-    SessionLimits,
     SessionRefused,
-    StepResult,
+    TooManySessions,
+    UnknownSession,
 )
+from ._download import Download
+from .asyncio import AsyncSession
+from .manager import SessionManager
+from .session import Session
+from .step_reward import RewardWeights
+from .types import CellResult, SessionLike, SessionLimits, StepResult
 from .verify import EpisodeRewards, VerifyResult
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "SessionRefused",
     "StepResult",
     "TooManySessions",
+    "UnknownSession",
     "VerifyResult",
 ]

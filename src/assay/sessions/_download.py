@@ -23,23 +23,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import defaults
-from ..errors import AssayError
-from .types import SessionRefused
+from ..errors import DownloadFailed, DownloadTooLarge, SessionRefused
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-
-
-class DownloadTooLarge(AssayError):
-    """A download holds more than the cap (``limit`` bytes); ``what`` names it."""
-
-    def __init__(self, what: str, size: int, limit: int) -> None:
-        super().__init__(f"{what}: {size} bytes, more than the download cap of {limit} bytes")
-        self.what, self.size, self.limit = what, size, limit
-
-
-class DownloadFailed(AssayError):
-    """A download stopped before its end (the agent refused, the session ended, the reader
-    was too slow); the bytes sent so far are not the whole."""
 
 
 class Pace:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
-from .types import SessionEnded
+from ..errors import SessionEnded
 
 if TYPE_CHECKING:
     from .session import Session

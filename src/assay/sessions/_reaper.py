@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Watched(Protocol):
+    """What the reaper reads of a session (``Session`` is one; it imports this module,
+    never the other way)."""
+
+    created: float
+    last_used: float
+    busy: bool
+    ttl_s: float
+    idle_ttl_s: float
+
+    def end(self, reason: str, detail: str = "") -> None: ...
+
+    def on_end(self, fn: Callable[[Any], None]) -> None: ...
+
 
 #: How often the reaper looks (seconds): a session may outlive its TTL by this much.
 INTERVAL_S = 0.2
 
 _lock = threading.Lock()
-_sessions: set[Session] = set()
+_sessions: set[Watched] = set()
 _thread: threading.Thread | None = None
 
 
-def watch(session: Session) -> None:
+def watch(session: Watched) -> None:
     global _thread
     with _lock:
         _sessions.add(session)
@@ -27,7 +41,7 @@ def watch(session: Session) -> None:
     session.on_end(_forget)
 
 
-def _forget(session: Session) -> None:
+def _forget(session: Watched) -> None:
     with _lock:
         _sessions.discard(session)
 
@@ -37,7 +51,7 @@ def watched() -> int:
         return len(_sessions)
 
 
-def due(session: Session, now: float) -> str | None:
+def due(session: Watched, now: float) -> str | None:
     """Why ``session`` should end now, if it should."""
     if now - session.created >= session.ttl_s:
         return "ttl"

@@ -9,15 +9,9 @@ from __future__ import annotations
 import base64
 from typing import Any, cast
 
+from ..errors import SessionFault, SessionRefused
 from ._args import opt_int
-from .types import (
-    STEP_REASONS,
-    CellResult,
-    SessionFault,
-    SessionRefused,
-    StepReason,
-    StepResult,
-)
+from .types import STEP_REASONS, CellResult, StepReason, StepResult
 
 
 def step_result(reply: dict[str, Any]) -> StepResult:

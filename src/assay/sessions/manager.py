@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from .. import defaults
-from ..errors import Overloaded, ValidationError
+from ..errors import TooManySessions, UnknownSession, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._held import HeldSessions
 from ._source import executor_of
@@ -76,26 +76,6 @@ def default_memory_budget_mb() -> int | None:
     if host is None:
         return None
     return max(SessionLimits().memory_mb, int(host * defaults.SESSION_MEMORY_SHARE))
-
-
-class TooManySessions(Overloaded):
-    """No room for another session (count or memory budget); retry later."""
-
-    def __init__(self, what: str, used: int, capacity: int, retry_after: float = 1.0) -> None:
-        Exception.__init__(self, f"too many sessions: {what} {used} of {capacity} in use")
-        self.queued = used
-        self.capacity = capacity
-        self.requested = 1
-        self.retry_after = retry_after
-
-
-class UnknownSession(KeyError):
-    def __init__(self, session_id: str) -> None:
-        super().__init__(session_id)
-        self.session_id = session_id
-
-    def __str__(self) -> str:
-        return f"no session {self.session_id!r}"
 
 
 class SessionManager:

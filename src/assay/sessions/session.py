@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
-from ..errors import SandboxError, ValidationError
+from ..errors import SandboxError, SessionEnded, SessionFault, ValidationError
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..scheduler import NORMAL
 from ..types import ExecResult
-from . import _records
+from . import _reaper, _records
+from . import verify as verification
 from ._agentfile import agent_file, inside_file
 from ._args import KERNEL, check_time, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
@@ -32,7 +33,7 @@ from ._fork import fork_via_pipe
 from ._replies import cell_result, not_started, refusal, step_result
 from ._request import agent_request
 from ._source import executor_of
-from .types import CellResult, SessionEnded, SessionFault, SessionLimits, StepResult
+from .types import CellResult, SessionLimits, StepResult
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
@@ -164,8 +165,6 @@ class Session:
             except BaseException:
                 self.close()
                 raise
-        from . import _reaper
-
         _reaper.watch(self)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -462,33 +461,24 @@ class Session:
             unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,
         )
-        from .verify import inherit  # a fork verifies against its parent's task and history
-
-        inherit(self, child)
+        verification.inherit(self, child)  # a fork verifies against its parent's task and history
         child.task_id = self.task_id
         return child
 
     @classmethod
     def for_task(cls, source: object, task: AgentTask, **kwargs: Any) -> Session:
         """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
-        from .verify import start
-
-        session = start(cls, source, task, **kwargs)
+        session = verification.start(cls, source, task, **kwargs)
         session.task_id = task.task_id
         return session
 
-    def verify(self, diagnosis: object = None) -> Any:
-        """Run the task's hidden tests on a snapshot of the workspace: a ``VerifyResult``
-        (``assay.sessions.verify``, which imports this module: hence ``Any`` here)."""
-        from .verify import verify
-
+    def verify(self, diagnosis: object = None) -> verification.VerifyResult:
+        """Run the task's hidden tests on a snapshot of the workspace."""
         started = time.time()
-        result = verify(self, diagnosis)
+        result = verification.verify(self, diagnosis)
         _records.write(self, "session_verify", "", started, _records.verified(result))
         return result
 
-    def episode_rewards(self) -> Any:
+    def episode_rewards(self) -> verification.EpisodeRewards:
         """The final reward and the step rewards of the verifications so far."""
-        from .verify import episode
-
-        return episode(self)
+        return verification.episode(self)

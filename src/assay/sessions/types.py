@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from ..errors import AssayError, ValidationError
+from ..errors import ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
 #: memory budget used up, its sandbox died under it, or (on a cluster) the node holding it
@@ -21,31 +21,6 @@ StepReason = Literal["timeout", "idle_timeout", "cpu_limit", "pids_limit", "cann
 STEP_REASONS: tuple[str, ...] = get_args(StepReason)
 #: A session's largest CPU budget: it is one sandbox run, whose CPU limit is at most an hour.
 MAX_CPU_S = 3600.0
-
-
-class SessionEnded(AssayError):
-    """A call on a session that has ended; ``reason`` says why it ended."""
-
-    def __init__(self, session_id: str, reason: str, detail: str = "") -> None:
-        self.session_id = session_id
-        self.reason = reason
-        self.detail = detail
-        extra = f" ({detail})" if detail else ""
-        super().__init__(f"session {session_id} has ended: {reason}{extra}")
-
-
-class SessionFault(AssayError):
-    """The session's own state failed a request (not the request's fault): ``kind`` names
-    why (``pids_limit``, ``error``). A service fault, never answered as a client error."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        self.kind = kind
-        super().__init__(message)
-
-
-class SessionRefused(AssayError, ValueError):
-    """The agent inside the session refused a request (a path out of /work, no such
-    file, ...); the session is still usable."""
 
 
 def _positive(field: str, value: float | None, allow_none: bool = False) -> None:

@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from .._pysource import parse_quietly
 from ..errors import ValidationError
@@ -27,11 +27,23 @@ from ._outcomes import environment_failure, failure_reason, statuses
 from .step_reward import Paid, RewardWeights, check_diagnosis, diagnosis_score, step_reward
 from .types import SessionLimits
 
-if TYPE_CHECKING:  # the session module imports this one lazily: no import cycle
-    from .session import Session
+
+class Verifiable(Protocol):
+    """What verification needs of a session (``Session`` is one; it imports this module,
+    never the other way): its id, a tar of its workspace, and the door into its sandbox."""
+
+    id: str
+    _execute: _verify_run.Execute
+
+    def download_tar(
+        self, directory: str = ".", gzip: bool = False, exclude: tuple[str, ...] = ()
+    ) -> bytes: ...
+
+
+S = TypeVar("S", bound=Verifiable)
 
 VerifyVerdict = Literal["accepted", "failed", "sandbox_error"]
-_VERIFIERS: weakref.WeakKeyDictionary[Session, Verifier] = weakref.WeakKeyDictionary()
+_VERIFIERS: weakref.WeakKeyDictionary[Verifiable, Verifier] = weakref.WeakKeyDictionary()
 #: Names the session reserves for its own agent (``.assay_agent.py``, ``.assay_kernel.py``).
 _RESERVED_PREFIX = ".assay_"
 
@@ -320,7 +332,7 @@ def _parses(data: bytes) -> bool:
 
 # -- sessions with a task -------------------------------------------------------------------
 def start(
-    factory: Callable[..., Session],
+    factory: Callable[..., S],
     source: object,
     task: AgentTask,
     *,
@@ -328,7 +340,7 @@ def start(
     gated: bool = False,
     execute: _verify_run.Execute | None = None,
     **kwargs: Any,
-) -> Session:
+) -> S:
     """A session whose workspace is ``task``'s, ready for :meth:`Session.verify`. Without
     ``limits``, the session's disk and memory are the defaults or what the workspace needs,
     whichever is more (disk: twice its size, for the work tree, its git history and the
@@ -356,28 +368,28 @@ def limits_for(workspace: bytes, base: SessionLimits | None = None) -> SessionLi
     )
 
 
-def attach(session: Session, task: AgentTask, **kwargs: Any) -> Verifier:
+def attach(session: Verifiable, task: AgentTask, **kwargs: Any) -> Verifier:
     """Give an open session a task to verify against (its files are left as they are)."""
     verifier = Verifier(task, **kwargs)
     _VERIFIERS[session] = verifier
     return verifier
 
 
-def verifier_of(session: Session) -> Verifier:
+def verifier_of(session: Verifiable) -> Verifier:
     found = _VERIFIERS.get(session)
     if found is None:
         raise ValidationError("task", f"session {session.id} has no task to verify against")
     return found
 
 
-def inherit(parent: Session, child: Session) -> None:
+def inherit(parent: Verifiable, child: Verifiable) -> None:
     """A fork verifies against its parent's task, continuing its parent's history."""
     found = _VERIFIERS.get(parent)
     if found is not None:
         _VERIFIERS[child] = found.copy()
 
 
-def verify(session: Session, diagnosis: object = None) -> VerifyResult:
+def verify(session: Verifiable, diagnosis: object = None) -> VerifyResult:
     verifier = verifier_of(session)
     check_diagnosis(diagnosis)
     snapshot, links = tree_from_tar(session.download_tar(exclude=(".git",)), "workspace")
@@ -385,7 +397,7 @@ def verify(session: Session, diagnosis: object = None) -> VerifyResult:
     return verifier.verify_snapshot(execute, snapshot, diagnosis, links)
 
 
-def episode(session: Session) -> EpisodeRewards:
+def episode(session: Verifiable) -> EpisodeRewards:
     return verifier_of(session).episode()
 
 

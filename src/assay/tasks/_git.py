@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import ValidationError
-from .types import tar_of, tree_from_tar
+from ._archive import tar_of, tree_from_tar
 
 _ENV = {
     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

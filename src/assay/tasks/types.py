@@ -29,23 +29,24 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import json
 import os
-import tarfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .. import defaults
 from ..errors import ValidationError
 from ..types import Limits
-from ._tar import read_tree
+from ._archive import (
+    MAX_WORKSPACE_BYTES,
+    check_path,
+    files_from_tar,
+    tar_of,
+    tree_from_tar,
+)
 
 #: Largest workspace a task may carry (all files together).
-MAX_WORKSPACE_BYTES = defaults.TASK_MAX_WORKSPACE_BYTES
 #: Limits of one verification run unless the task sets its own.
 VERIFY_LIMITS = Limits(time_s=10.0, memory_mb=512)
 _FIELDS = {
@@ -67,16 +68,6 @@ _FIELDS = {
 }
 
 
-def check_path(field_name: str, path: object) -> str:
-    """A workspace-relative path: no absolute paths, no ``..``, no NUL."""
-    if not isinstance(path, str) or not path or "\x00" in path:
-        raise ValidationError(field_name, f"path {path!r} must be a non-empty string")
-    norm = os.path.normpath(path.removeprefix("/work/"))
-    if norm.startswith("/") or norm == ".." or norm.startswith("../") or norm == ".":
-        raise ValidationError(field_name, f"path {path!r} must stay inside the workspace")
-    return norm
-
-
 def _text_map(field_name: str, value: object) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise ValidationError(field_name, "must be an object of path -> text")
@@ -87,63 +78,6 @@ def _text_map(field_name: str, value: object) -> dict[str, str]:
             raise ValidationError(f"{field_name}[{path!r}]", "must be text")
         out[norm] = text
     return out
-
-
-def files_from_tar(data: bytes, field_name: str = "archive") -> dict[str, bytes]:
-    """The regular files of a tarball (gzip or plain), by normalised path; anything else
-    (links, devices) is left out. Sizes are bounded before anything is read."""
-    return tree_from_tar(data, field_name)[0]
-
-
-def tree_from_tar(
-    data: bytes, field_name: str = "archive"
-) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The regular files and the symlinks (path -> target) of a tarball (gzip or plain),
-    by normalised path; other members (devices, hard links) are left out. Sizes are
-    bounded before anything is read."""
-    out: dict[str, bytes] = {}
-    links: dict[str, str] = {}
-    total = 0
-
-    def _count(_name: str, size: int) -> None:
-        nonlocal total
-        total += size
-        if total > MAX_WORKSPACE_BYTES:
-            raise ValidationError(
-                field_name,
-                f"workspace larger than {MAX_WORKSPACE_BYTES >> 20} MiB "
-                "(assay.defaults.TASK_MAX_WORKSPACE_BYTES)",
-            )
-
-    fast = read_tree(data, _count)
-    if fast is not None:
-        for name, content in fast[0]:
-            with contextlib.suppress(ValidationError):  # a path out of the tree: left out
-                out[check_path(field_name, name)] = content
-        for name, target in fast[1]:
-            with contextlib.suppress(ValidationError):
-                links[check_path(field_name, name)] = target
-        return out, links
-    total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            for member in tar:
-                if not (member.isfile() or member.issym()):
-                    continue
-                try:
-                    path = check_path(field_name, member.name)
-                except ValidationError:
-                    continue
-                if member.issym():
-                    links[path] = member.linkname
-                    continue
-                _count(path, member.size)
-                fh = tar.extractfile(member)
-                if fh is not None:
-                    out[path] = fh.read()
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise ValidationError(field_name, f"not a readable tarball: {exc}") from None
-    return out, links
 
 
 @dataclass(frozen=True)
@@ -310,23 +244,6 @@ def task_limits(
     """The limits of one verification, the defaults where not given (what converters take)."""
     given = {"time_s": time_s, "memory_mb": memory_mb, "disk_mb": disk_mb}
     return _limits({k: v for k, v in given.items() if v is not None})
-
-
-def tar_of(files: Mapping[str, bytes], links: Mapping[str, str] | None = None) -> bytes:
-    """A plain tarball of ``files`` and ``links`` (what a session is seeded with)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for path, data in sorted(files.items()):
-            info = tarfile.TarInfo(path)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-        for path, target in sorted((links or {}).items()):
-            info = tarfile.TarInfo(path)
-            info.type = tarfile.SYMTYPE
-            info.linkname = target
-            tar.addfile(info)
-    return buf.getvalue()
 
 
 def load_tasks(path: str | Path) -> Iterator[AgentTask]:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from ..types import ExecResult
 from ._capacity import (
     BrokerGauges,
     BrokerProbe,
@@ -34,8 +35,30 @@ from ._capacity import (
 from ._remote import SpoolStats
 from ._specs import METRICS, SPECS, MetricSpec
 
-if TYPE_CHECKING:  # the executor imports telemetry, never the other way at run time
-    from ..executor.types import Execution
+
+class _TestLike(Protocol):
+    @property
+    def verdict(self) -> str: ...
+
+
+class _JudgementLike(Protocol):
+    @property
+    def tests(self) -> Sequence[_TestLike]: ...
+
+
+class Execution(Protocol):
+    """What the metrics read of an executor's execution (``executor.types.Execution``):
+    telemetry sits below every layer and imports none of them, not even for types."""
+
+    @property
+    def verdict(self) -> str: ...
+
+    @property
+    def result(self) -> ExecResult | None: ...
+
+    @property
+    def judgement(self) -> _JudgementLike | None: ...
+
 
 __all__ = [
     "METRICS",

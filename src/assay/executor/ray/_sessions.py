@@ -28,12 +28,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ... import defaults
-from ...errors import SandboxError, ValidationError
+from ...errors import SandboxError, SessionEnded, SessionRefused, ValidationError
 from ...sandbox import RunRequest
 from ...sessions import Download, DownloadTooLarge, _reaper
 from ...sessions._download import Chunks
 from ...sessions.session import Session
-from ...sessions.types import SessionEnded, SessionRefused
 from ...sessions.verify import inherit
 from ...types import ExecResult
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS

@@ -12,6 +12,7 @@ that tampers with this file can still only answer, never judge.
 """
 
 import io
+import itertools
 import json
 import os
 import sys
@@ -62,7 +63,12 @@ def other(v, depth):
         type(v).__module__ in ("builtins", "itertools") and hasattr(type(v), "__next__")
     ):
         truthy = bool(v)
-        return ["g", type(v).__name__, truthy, [enc(x, depth + 1) for x in list(v)[:MAX_ITEMS]]]
+        return [
+            "g",
+            type(v).__name__,
+            truthy,
+            [enc(x, depth + 1) for x in itertools.islice(v, MAX_ITEMS)],
+        ]
     named = type_tag(v)
     if named is not None:
         return named

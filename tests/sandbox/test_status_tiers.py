@@ -1,0 +1,155 @@
+"""Same input, same status, on every tier: a table of edge programs (CPU just under and over
+the limit, sleepers, memory bombs and a caught MemoryError, the file-size limit, an output
+flood, signals, threads) run on the default tier, the gVisor tier and rooted at a task
+image. Each tier decides through ``sandbox/_inside/status.py``; this checks that the facts
+each measures lead there to the same status, for Python programs and executables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from assay import Limits, Runner
+from assay.images import ImageSpec, ImageStore, build_image
+from assay.sandbox import SandboxConfig
+from assay.sandbox.gvisor import available
+
+pytestmark = pytest.mark.slow
+
+#: (name, language, source, limits, expected status)
+EDGES: list[tuple[str, str, str, dict[str, Any], str]] = [
+    ("clean exit", "python", "print(1)", {}, "ok"),
+    ("exit code", "python", "raise SystemExit(3)", {}, "runtime_error"),
+    (
+        "CPU just under",
+        "python",
+        "import time\nwhile time.process_time() < 0.35: pass\nprint('done')",
+        {"time_s": 1.0},
+        "ok",
+    ),
+    ("CPU over", "python", "while True: pass", {"time_s": 0.3}, "time_limit"),
+    (
+        "two spinning threads",
+        "python",
+        "import threading\n"
+        "def spin():\n    while True: pass\n"
+        "for _ in range(2): threading.Thread(target=spin, daemon=True).start()\n"
+        "spin()",
+        {"time_s": 0.3},
+        "time_limit",
+    ),
+    (
+        "sleeper at the backstop",
+        "python",
+        "import time; time.sleep(60)",
+        {"time_s": 0.2},
+        "time_limit",
+    ),
+    (
+        "sleeper, explicit wall",
+        "python",
+        "import time; time.sleep(60)",
+        {"time_s": 5.0, "wall_s": 0.5},
+        "time_limit",
+    ),
+    (
+        # Computing at a tenth of a core past the default backstop (2.5 s), at a pace that
+        # reaches its CPU limit within the stretch: runs on to finish (4 s), on every tier.
+        "still computing at the backstop",
+        "python",
+        "import time\n"
+        "while time.process_time() < 0.4:\n"
+        "    t = time.process_time()\n"
+        "    while time.process_time() - t < 0.02: pass\n"
+        "    time.sleep(0.18)\n"
+        "print('done')",
+        {"time_s": 0.5},
+        "ok",
+    ),
+    ("memory bomb", "python", "x = bytearray(400 << 20)\nprint(len(x))", {}, "memory_limit"),
+    ("impossible allocation", "python", "x = [0] * (10 ** 12)", {}, "memory_limit"),
+    (
+        "caught MemoryError",
+        "python",
+        "try:\n    x = [0] * (10 ** 12)\nexcept MemoryError:\n    print('caught')",
+        {},
+        "ok",
+    ),
+    (
+        "file-size limit",
+        "python",
+        "open('big', 'wb').write(b'x' * (2 << 20))",
+        {"file_bytes": 1 << 20},
+        "runtime_error",  # Python ignores SIGXFSZ: the write fails (EFBIG), uncaught
+    ),
+    (
+        "file-size limit, executable",
+        "bash",
+        "exec head -c 2097152 /dev/zero > big",
+        {"file_bytes": 1 << 20},
+        "output_limit",  # SIGXFSZ at its default: the program is killed by it
+    ),
+    (
+        "output flood",
+        "python",
+        "import sys\nwhile True: sys.stdout.write('x' * 65536)",
+        {"output_bytes": 1 << 16},
+        "output_limit",
+    ),
+    (
+        "killed by a signal",
+        "python",
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+        {},
+        "runtime_error",
+    ),
+    ("segfault", "python", "import ctypes; ctypes.string_at(0)", {}, "runtime_error"),
+    ("bash failure", "bash", "exit 7", {}, "runtime_error"),
+]
+
+_BASE = {"time_s": 2.0, "memory_mb": 64, "output_bytes": 1 << 20}
+
+
+def _image_root() -> str | None:
+    if os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
+        return None
+    spec = ImageSpec(name="test-py39", suite="bullseye", packages=("python3",))
+    return build_image(spec, ImageStore()).id
+
+
+@pytest.fixture(scope="module", params=["default", "gvisor", "image", "gvisor-image"])
+def tier(request: pytest.FixtureRequest) -> Iterator[tuple[Runner, str | None]]:
+    name = request.param
+    config = SandboxConfig()
+    if name.startswith("gvisor"):
+        ok, why = available()
+        if not ok:
+            pytest.skip(f"gVisor tier: {why}")
+        config = SandboxConfig(isolation="gvisor")
+    image = None
+    if name.endswith("image"):
+        image = _image_root()
+        if image is None:
+            pytest.skip("image-rooted tier: needs root and mmdebstrap (make apt)")
+    with Runner(config=config) as r:
+        yield r, image
+
+
+@pytest.mark.parametrize(
+    ("name", "language", "source", "limits", "expected"), EDGES, ids=[e[0] for e in EDGES]
+)
+def test_edge_program_status(
+    tier: tuple[Runner, str | None],
+    name: str,
+    language: str,
+    source: str,
+    limits: dict[str, Any],
+    expected: str,
+) -> None:
+    runner, image = tier
+    res = runner.run(source, language, limits=Limits(**{**_BASE, **limits}), image=image)
+    assert res.status == expected, (name, res.status, res.exit_code, res.signal, res.stderr[-300:])
