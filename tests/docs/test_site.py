@@ -170,5 +170,5 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
 
 def test_the_readme_keeps_the_two_commands() -> None:
     text = README.read_text()
-    assert "make demo   # installs what it needs" in text
-    assert "make test   # installs what it needs" in text
+    assert "make demo   # installs the runtime only" in text
+    assert "make test   # installs the rest" in text
