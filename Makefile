@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed-stamp
 RUNTIME_STAMP := $(VENV)/.runtime-stamp
 APT_STAMP := .venv-apt-stamp
 APT_BASE_STAMP := .venv-apt-base-stamp
-APT_PACKAGES := python3 python3-venv python3-numpy python3-pytest gcc g++ libseccomp2 procps
+APT_PACKAGES := python3 python3-venv python3-numpy python3-pytest gcc g++ libseccomp2 procps git
 # Toolchains of the other languages (issue 6). Best effort: a package that cannot be installed
 # is reported, and that language's tests skip themselves with a message naming the toolchain.
 APT_LANGUAGES := libboost-dev libssl-dev openjdk-17-jdk-headless nodejs golang-go \
