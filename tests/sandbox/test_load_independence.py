@@ -7,6 +7,8 @@ is charged barely changes (time limits are judged on CPU time, not wall time).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
@@ -60,6 +62,36 @@ def _calibrate(runner: Runner) -> int:
     return max(1, int(n * TARGET_CPU_S / typical))
 
 
+def _weigh(hogs: list[subprocess.Popen[bytes]]) -> str | None:
+    """Put the hogs in a CPU cgroup of their own that outweighs the sandbox's (root only):
+    where the test runs in a cgroup of its own (a CI runner's slice) or without autogroups,
+    eight hogs beside Assay's cgroup would weigh as one task or one group, and not load the
+    run at all. The cgroup's path (to remove), or None where it cannot be made."""
+    for root, knob, value in (
+        ("/sys/fs/cgroup/cpu", "cpu.shares", str(1024 * HOGS * 4)),
+        ("/sys/fs/cgroup", "cpu.weight", "10000"),
+    ):
+        path = os.path.join(root, f"assay-test-hogs-{os.getpid()}")
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, knob), "w") as fh:
+                fh.write(value)
+            for h in hogs:
+                with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+                    fh.write(str(h.pid))
+            return path
+        except OSError:
+            for h in hogs:  # back where they were: a half-made group is removed below
+                with (
+                    contextlib.suppress(OSError),
+                    open(os.path.join(root, "cgroup.procs"), "w") as fh,
+                ):
+                    fh.write(str(h.pid))
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+    return None
+
+
 @pytest.mark.slow
 def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
     RUNS.clear()
@@ -78,6 +110,7 @@ def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
         )
         for _ in range(HOGS)
     ]
+    weighed = _weigh(hogs)
     try:
         time.sleep(0.3)  # let the hogs occupy every core
         assert all(h.poll() is None for h in hogs)
@@ -90,6 +123,9 @@ def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
             h.kill()
         for h in hogs:
             h.wait()
+        if weighed is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(weighed)
 
     assert busy_status == ["ok"] * REPEAT, (
         f"load flipped the verdict: {busy_status} with {busy_cpu:.3f} s CPU "
