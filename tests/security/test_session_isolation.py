@@ -64,8 +64,10 @@ def test_two_sessions_cannot_see_or_signal_each_other(runner, host) -> None:  # 
         (host_pid,) = host.processes_named(tag)
         seen = b.exec(
             f"ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/comm 2>/dev/null | grep -c {tag}; "
-            "find / -name 'secret-a' 2>/dev/null | wc -l"
+            "find / -name 'secret-a' 2>/dev/null | wc -l",
+            timeout_s=120,  # find walks the host's /usr too: slow on a loaded machine
         )
+        assert not seen.timed_out and seen.reason is None, seen
         n_procs, n_tagged, n_secret = (int(x) for x in seen.stdout.split())
         assert n_tagged == 0 and n_secret == 0, seen
         assert n_procs < 10, seen  # its own agent, shell and tools only

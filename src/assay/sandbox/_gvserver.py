@@ -351,7 +351,8 @@ def run(
                 reason = "time"
             elif lim["poll_memory"] and peak > lim["memory_mb"] << 20:
                 reason = "memory"
-            elif elapsed >= lim["wall_s"]:
+            elif status is None and elapsed >= lim["wall_s"]:  # (an ended program is not
+                # stopped by the wall clock: the default tier's rule too)
                 if elapsed >= hard_wall or not runstatus.on_course(
                     window.share(), cpu, lim["time_s"], now, started, hard_wall
                 ):
