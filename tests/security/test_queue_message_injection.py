@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "executor" / "queue"))
 from _fleet_backends import sleeping
-from _redis_server import RedisServer
+from _redis_server import RedisServer, running
 
 from assay import LocalExecutor, RunJob
 from assay.executor.queue import QueueExecutor, RedisBroker, Worker
@@ -36,12 +35,8 @@ class Exploit:
 
 @pytest.fixture
 def server(tmp_path: Path):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (Debian package redis-server)")
-    pytest.importorskip("redis", reason="redis-py is not installed (pip install 'assay[queue]')")
-    s = RedisServer(tmp_path, password="fleet-token")
-    yield s
-    s.stop()
+    with running(tmp_path) as s:
+        yield s
 
 
 def test_a_pickled_job_is_not_unpickled_by_the_worker(server: RedisServer, tmp_path: Path) -> None:

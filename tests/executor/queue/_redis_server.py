@@ -7,7 +7,11 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 
 def free_port() -> int:
@@ -70,6 +74,20 @@ class RedisServer:
 
 
 SRC = Path(__file__).resolve().parents[3] / "src"
+
+
+@contextmanager
+def running(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh redis-server (own port, own directory, a password) for one test, or the test
+    skipped naming the package that is missing."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian package redis-server)")
+    pytest.importorskip("redis", reason="redis-py is not installed (pip install 'assay[queue]')")
+    server = RedisServer(tmp_path, password="fleet-token")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def start_worker(
