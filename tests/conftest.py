@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import tempfile
 from collections.abc import Iterator
 
@@ -45,3 +46,23 @@ def run_py(runner: Runner):  # type: ignore[no-untyped-def]
         return runner.run(code, "python", stdin, lim)
 
     return _run
+
+
+@pytest.fixture
+def descriptors_past_1024() -> Iterator[None]:
+    """This process holds over a thousand open descriptors for the test, as a busy server
+    does: a new pipe or socket then gets a number ``select`` refuses (CI saw
+    ``filedescriptor out of range in select()``)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the hard descriptor limit ({hard}) is under 1200")
+    if soft != resource.RLIM_INFINITY and soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(held) > 1024
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

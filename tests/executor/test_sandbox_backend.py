@@ -11,6 +11,7 @@ import pytest
 
 from assay import Limits, Problem, Runner, Submission, TestCase
 from assay.executor import LocalExecutor, RunJob
+from assay.sandbox import open_sandbox
 from assay.sandbox.config import is_sandbox_uid
 from assay.scheduler import RuntimeEstimator
 from assay.telemetry import MemoryWriter
@@ -132,3 +133,19 @@ def test_deadline_on_real_runs(runner: Runner) -> None:
         assert time.monotonic() - t0 < 2.5
     outcomes = [r.outcome for r in results]
     assert outcomes.count("done") >= 2 and outcomes.count("deadline") >= 1
+
+
+def test_executors_on_one_runner_top_its_pool_up_instead_of_growing_it() -> None:
+    """Each executor warms the runner's pool; the tenth on one runner must not hold ten times
+    the armed sandboxes (each a cgroup's descriptors and a socket: a server or a test run
+    that made executors reached descriptor 1099 and ``select`` refused it)."""
+    with Runner(open_sandbox(None, pool_size=4)) as runner:
+        with executor(runner):
+            pass
+        once = runner.sandbox.idle_slots
+        fds_once = len(os.listdir("/proc/self/fd"))
+        for _ in range(9):
+            with executor(runner):
+                pass
+        assert runner.sandbox.idle_slots == once
+        assert len(os.listdir("/proc/self/fd")) <= fds_once + 5

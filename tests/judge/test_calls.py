@@ -33,6 +33,12 @@ def test_correct_solution_is_accepted(judge: Judge) -> None:
     assert (j.verdict, j.passed, j.total, j.reward) == ("accepted", 3, 3, 1.0)
 
 
+@pytest.mark.usefixtures("descriptors_past_1024")
+def test_calls_in_a_process_whose_descriptors_pass_1024(judge: Judge) -> None:
+    j = judge.judge(Submission(SQUARES, "def sq(x):\n    return x * x\n"))
+    assert (j.verdict, j.passed, j.total, j.reward) == ("accepted", 3, 3, 1.0)
+
+
 def test_wrong_and_raising(judge: Judge) -> None:
     j = judge.judge(
         Submission(

@@ -109,9 +109,12 @@ def test_per_request_tier_from_a_default_runner(runner: Runner) -> None:
         runner.run("print(1)", isolation="vm")
 
 
-def test_extra_fds_and_stop_fd(gvisor: Runner) -> None:
+@pytest.mark.parametrize("many", [False, True], ids=["few", "descriptors-past-1024"])
+def test_extra_fds_and_stop_fd(gvisor: Runner, many: bool, request: pytest.FixtureRequest) -> None:
     """``pass_fds`` reach the program as fd 3 (through the host's relay); ``stop_fd`` ends
-    the run as a killed program."""
+    the run as a killed program. Also in a host process holding over 1024 descriptors."""
+    if many:
+        request.getfixturevalue("descriptors_past_1024")
     ours, theirs = socket.socketpair()
     code = b"import socket\ns = socket.socket(fileno=3)\ns.sendall(b'ping')\nprint(s.recv(9))\n"
     req = RunRequest("python", ["/work/main.py"], [("main.py", code, 0o644)])

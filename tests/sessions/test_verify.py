@@ -226,3 +226,10 @@ def test_async_session_verifies(runner: Runner) -> None:
             await s.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.usefixtures("descriptors_past_1024")
+def test_verifies_in_a_process_whose_descriptors_pass_1024(runner: Runner) -> None:
+    with Session.for_task(runner, make_task()) as s:
+        v = s.verify()
+        assert (v.passed, v.total, v.verdict) == (2, 3, "failed")

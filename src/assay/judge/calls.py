@@ -256,9 +256,13 @@ class _Link:
         while b"\n" not in self.buf:
             if len(self.buf) > _MAX_REPLY:
                 return None
-            readable, writable, _ = select.select(
-                [self.sock], [self.sock] if self.out else [], [], 0.05
-            )
+            # poll, not select: a busy process's descriptors pass 1024, which select refuses.
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN | (select.POLLOUT if self.out else 0))
+            events = poller.poll(50)
+            mask = events[0][1] if events else 0
+            readable = bool(mask & (select.POLLIN | select.POLLHUP | select.POLLERR))
+            writable = bool(mask & select.POLLOUT)
             if writable:
                 self._push()
             if readable:

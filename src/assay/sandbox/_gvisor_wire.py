@@ -89,7 +89,11 @@ def relay(conn: socket.socket, fd: int) -> None:
     try:
         while to_caller or to_program:
             watch = ([cfd] if to_caller else []) + ([fd] if to_program else [])
-            for r in select.select(watch, [], [], 1.0)[0]:
+            # poll, not select: the host's descriptors pass 1024 under load.
+            poller = select.poll()
+            for w in watch:
+                poller.register(w, select.POLLIN)
+            for r, _ in poller.poll(1000):
                 try:
                     data = os.read(r, 1 << 16)
                 except OSError:

@@ -329,14 +329,26 @@ class Sandbox:
         one per core)."""
         zygote = self._zygote_for_run()
         want = self.pool_size if slots is None else slots
-        fresh = [self._new_slot(zygote, False) for _ in range(want)]
-        if zygote.info.get("launcher"):
-            n_exec = self._ncpu if exec_slots is None else exec_slots
-            fresh += [self._new_slot(zygote, True) for _ in range(n_exec)]
+        n_exec = (
+            (self._ncpu if exec_slots is None else exec_slots) if zygote.info.get("launcher") else 0
+        )
+        # Up to that many idle, never past the pool size: a second executor on one runner
+        # (or a second call) tops the pool up instead of growing it, each slot holding a
+        # cgroup's descriptors and a socket (it grew by ~45 descriptors per executor).
+        with self._lock:
+            need_py = min(want, self.pool_size) - len(self._idle[False, False])
+            need_exec = min(n_exec, self.pool_size) - len(self._idle[True, False])
+        fresh = [self._new_slot(zygote, False) for _ in range(max(0, need_py))]
+        fresh += [self._new_slot(zygote, True) for _ in range(max(0, need_exec))]
         for slot in fresh:
-            if slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
-                with self._lock:
+            if not slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
+                self._retire(slot)
+                continue
+            with self._lock:
+                keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
+                if keep:
                     self._idle[slot.kind].append(slot)
+            if keep:
                 self._wake()
             else:
                 self._retire(slot)

@@ -317,12 +317,14 @@ def run_tests(
 
 def _read_report(read_fd: int, thread: threading.Thread) -> list[bytes]:
     chunks, size = [], 0
+    poller = select.poll()
+    poller.register(read_fd, select.POLLIN)
     try:
         # Until EOF (the run's copy closed: the usual end), or until the run is over and
         # nothing more is buffered (an executor that failed before taking its copy).
         while size < _REPORT_CAP:
-            ready, _, _ = select.select([read_fd], [], [], 0.05)
-            if not ready:
+            # poll, not select: a busy server's descriptors pass 1024, which select refuses.
+            if not poller.poll(50):
                 if thread.is_alive():
                     continue
                 break

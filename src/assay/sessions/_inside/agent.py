@@ -281,7 +281,9 @@ class Kernel:
             self._start()
         assert self.frm is not None
         _feed_keep(self.to, (json.dumps({"code": code}) + "\n").encode())
-        ready, _, _ = select.select([self.frm], [], [], timeout)
+        poller = select.poll()  # not select: no limit on the descriptor's number
+        poller.register(self.frm, select.POLLIN)
+        ready = poller.poll(None if timeout is None else max(0, math.ceil(timeout * 1000)))
         line = self.frm.readline() if ready else b""
         if not line:
             if not ready:
