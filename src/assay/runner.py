@@ -26,7 +26,7 @@ from .sandbox import (
     open_sandbox,
 )
 from .telemetry import tracing
-from .types import ExecResult, Limits
+from .types import ExecResult, Limits, Network, check_network
 
 if TYPE_CHECKING:
     from .images.pools import ImagePools
@@ -115,19 +115,22 @@ class Runner:
         *,
         image: str | None = None,
         isolation: str | None = None,
+        network: Network = "none",
     ) -> ExecResult:
         """Build (cached) and run ``code``; ``args`` follow the program on its command line,
         ``collect`` names work-dir files to return in ``ExecResult.files``; ``image`` (an
         id, id prefix or name from ``assay image list``) runs it with that image as the
         sandbox's root instead of the host's; ``isolation`` (``"default"``, ``"gvisor"``)
-        picks the tier (default: this runner's)."""
+        picks the tier (default: this runner's); ``network="loopback"`` gives the run a
+        network namespace of its own with ``lo`` up (default: no network at all)."""
         tier = check_isolation(isolation) if isolation is not None else self.isolation
+        rest = (language, stdin, limits, files, args, collect)
         if image is not None:
             with self.images.use(image, tier) as inner:
-                return inner.run(code, language, stdin, limits, files, args, collect)
+                return inner.run(code, *rest, network=network)
         if tier != self.isolation:
-            return self.tier(tier).run(code, language, stdin, limits, files, args, collect)
-        request = self.request(code, language, stdin, limits, files, args, collect)
+            return self.tier(tier).run(code, *rest, network=network)
+        request = self.request(code, *rest, network=network)
         if isinstance(request, ExecResult):
             return request
         with tracing.span("assay.run", {"assay.language": language}):
@@ -169,6 +172,7 @@ class Runner:
         files: Mapping[str, str | bytes] | None = None,
         args: Sequence[str] = (),
         collect: Sequence[str] = (),
+        network: Network = "none",
     ) -> RunRequest | ExecResult:
         """The sandbox request that runs ``code`` (compiling it first, cached), or the
         ``compile_error`` result."""
@@ -211,6 +215,8 @@ class Runner:
                     f"(disk_mb={limits.disk_mb})\n"
                 ).encode(),
             )
+        if network != "none":
+            req = replace(req, network=check_network(network))
         if not args and not collect:
             return req
         return replace(req, argv=[*req.argv, *args], collect=list(collect))

@@ -23,6 +23,15 @@ Status = Literal["ok", Failure]
 #: How process output travels in JSON: ``utf-8`` (decoded, invalid bytes replaced by
 #: U+FFFD: readable) or ``base64`` (the exact bytes).
 OutputEncoding = Literal["utf-8", "base64"]
+#: A run's network: none at all, or a namespace of its own with ``lo`` up.
+Network = Literal["none", "loopback"]
+
+
+def check_network(value: object, field: str = "network") -> Network:
+    """``value`` if it names a run's network, else ValidationError naming ``field``."""
+    if value not in get_args(Network):
+        raise ValidationError(field, f"must be 'none' or 'loopback', not {value!r}")
+    return value  # type: ignore[return-value]
 
 
 def encode_output(data: bytes, encoding: OutputEncoding) -> str:

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -404,3 +405,14 @@ def test_batch_ids_are_128_random_bits() -> None:
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids), ids
     assert len({i[:8] for i in ids}) == len(ids), ids  # no shared prefix
     assert len({i[-8:] for i in ids}) == len(ids), ids  # nor a counter at the end
+
+
+def test_a_problem_asking_for_loopback_is_not_served_from_one_without() -> None:
+    """The network is part of what a result is of: one cached without loopback (where a
+    server test fails) must not answer for the same problem with it."""
+    fn = Counting(judged)
+    p = problem("p", 0.0)
+    with executor(fn) as ex:
+        ex.run([Submission(p, "print(1)")])
+        (looped,) = ex.run([Submission(replace(p, network="loopback"), "print(1)")])
+        assert len(fn.calls) == 2 and not looped.cache_hit

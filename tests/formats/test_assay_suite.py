@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -46,6 +47,16 @@ def test_round_trip_keeps_types_and_is_deterministic(tmp_path) -> None:  # type:
     nan, f, s = call.expected_value
     assert math.isnan(nan) and f == 1.5 and s == {1, 2}
     assert back.tests[1] == p.tests[1]
+    assert (back.image, back.network) == (None, "none")
+    assert '"network"' not in line and '"image"' not in line  # older suites keep their bytes
+
+
+def test_image_and_network_round_trip(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = replace(problem(), image="py311", network="loopback")
+    path = tmp_path / "s.jsonl"
+    path.write_text(assay_suite.dumps(p) + "\n")
+    (back,) = load(path, "assay")
+    assert (back.image, back.network) == ("py311", "loopback")
 
 
 def test_bad_rows_name_the_field() -> None:

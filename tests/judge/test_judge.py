@@ -109,3 +109,45 @@ def test_combine_with_stop_on_failure_keeps_the_tests_up_to_the_first_failure() 
     assert [t.index for t in merged.tests] == [0]
     kept = combine([([0, 1], stdio), ([2], call)], 3)
     assert [t.index for t in kept.tests] == [0, 2]
+
+
+# A program that serves on 127.0.0.1 and talks to itself: what a test that starts a server
+# does. No network (the default) refuses the socket; a problem asking for loopback has it.
+SELF_SERVER = (
+    "import socket, threading\n"
+    "srv = socket.socket()\n"
+    "srv.bind(('127.0.0.1', 0))\n"
+    "srv.listen(1)\n"
+    "def serve():\n"
+    "    conn, _ = srv.accept()\n"
+    "    conn.sendall(conn.recv(16).upper())\n"
+    "threading.Thread(target=serve).start()\n"
+    "c = socket.create_connection(srv.getsockname(), timeout=5)\n"
+    "c.sendall(b'pong')\n"
+    "def answer(x):\n"
+    "    return c.recv(16).decode() + x\n"
+)
+
+
+@pytest.mark.parametrize("kind", ["stdio", "call", "script"])
+def test_a_problem_asking_for_loopback_gets_it_and_others_do_not(judge: Judge, kind: str) -> None:
+    if kind == "stdio":
+        code, test = SELF_SERVER + "print(answer(input()))\n", TestCase("stdio", "!", "PONG!")
+    elif kind == "call":
+        code = SELF_SERVER
+        test = TestCase(
+            "call", options={"fn_name": "answer", "args": ["!"]}, expected_value="PONG!"
+        )
+    else:
+        code, test = SELF_SERVER, TestCase("script", code="assert answer('!') == 'PONG!'\n")
+    limits = Limits(time_s=5, memory_mb=256)
+    looped = judge.judge(Submission(Problem("lo", [test], limits, network="loopback"), code))
+    assert looped.verdict == "accepted", looped
+    closed = judge.judge(Submission(Problem("lo", [test], limits), code))
+    assert closed.verdict == "runtime_error", closed
+    assert "Address family not supported" in closed.tests[0].message  # EAFNOSUPPORT
+
+
+def test_network_names_the_field() -> None:
+    with pytest.raises(ValidationError, match="network"):
+        Problem("p", [TestCase("stdio", "", "")], network="internet")  # type: ignore[arg-type]

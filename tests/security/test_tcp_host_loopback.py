@@ -13,6 +13,10 @@ from __future__ import annotations
 import json
 import socket
 
+import pytest
+
+from assay import Judge, Limits, Problem, Runner, Submission, TestCase
+
 PROGRAM = r"""
 import ctypes, json, os, socket, subprocess, sys
 
@@ -94,14 +98,18 @@ def _listener(family: int, host: str) -> socket.socket | None:
     return server
 
 
-def test_program_cannot_reach_host_loopback_tcp_server(run_py) -> None:
+@pytest.mark.parametrize("network", ["none", "loopback"])
+def test_program_cannot_reach_host_loopback_tcp_server(runner: Runner, network: str) -> None:
+    """Also with ``network="loopback"`` (a judged problem that asks for it): the run's own
+    ``lo`` is not the host's."""
     server = _listener(socket.AF_INET, "127.0.0.1")
     assert server is not None
     server6 = _listener(socket.AF_INET6, "::1")
     port = server.getsockname()[1]
     port6 = server6.getsockname()[1] if server6 is not None else port
     try:
-        result = run_py(PROGRAM, stdin=f"{port} {port6}", time_s=5)
+        limits = Limits(time_s=5, memory_mb=256)
+        result = runner.run(PROGRAM, "python", f"{port} {port6}", limits, network=network)  # type: ignore[arg-type]
         assert result.status == "ok", (result.status, result.stderr_text)
         outcomes = json.loads(result.stdout)
         assert set(outcomes) == {
@@ -127,3 +135,27 @@ def test_program_cannot_reach_host_loopback_tcp_server(run_py) -> None:
         server.close()
         if server6 is not None:
             server6.close()
+
+
+def test_a_loopback_problem_cannot_reach_the_host_either(runner: Runner) -> None:
+    """Judged: a problem with ``network="loopback"`` whose tests try the host's listener."""
+    server = _listener(socket.AF_INET, "127.0.0.1")
+    assert server is not None
+    port = server.getsockname()[1]
+    code = (
+        "import socket, sys\n"
+        "port = int(sys.stdin.read())\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', port), timeout=2)\n"
+        "    print('escaped')\n"
+        "except OSError:\n"
+        "    print('refused')\n"
+    )
+    try:
+        problem = Problem("host", [TestCase("stdio", str(port), "escaped")], network="loopback")
+        j = Judge(runner).judge(Submission(problem, code))
+        assert j.verdict == "wrong_answer", j
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    finally:
+        server.close()

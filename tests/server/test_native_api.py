@@ -113,6 +113,25 @@ def test_v1_judge_script_test_fields_are_checked(client: httpx.Client) -> None:
     assert "problem.tests[0].options.x" in r.text
 
 
+def test_v1_judge_a_problem_asking_for_loopback(client: httpx.Client) -> None:
+    """``problem.network``: a test that serves on 127.0.0.1 inside the run passes with
+    ``"loopback"``, fails without it, and any other value is a 422 naming the field."""
+    code = (
+        "import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen(1)\n"
+        "c = socket.create_connection(s.getsockname())\nprint('up')\n"
+    )
+    problem = {"id": "lo", "tests": [{"kind": "stdio", "input": "", "expected": "up\n"}]}
+    verdicts = []
+    for network in ("loopback", "none"):
+        body = {"code": code, "problem": {**problem, "network": network}}
+        r = client.post("/v1/judge", json=body)
+        assert r.status_code == 200, r.text
+        verdicts.append(r.json()["results"][0]["verdict"])
+    assert verdicts == ["accepted", "runtime_error"]
+    r = client.post("/v1/judge", json={"code": code, "problem": {**problem, "network": "host"}})
+    assert r.status_code == 422 and r.json()["field"] == "problem.network", r.text
+
+
 def test_batches_poll_events_and_cancel(client: httpx.Client) -> None:
     subs = [{"code": GOOD}, {"code": "print(0)"}, {"code": GOOD + "  # other"}]
     r = client.post("/v1/batches", json={"problem": ADD, "submissions": subs})

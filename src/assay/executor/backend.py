@@ -15,7 +15,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, Protocol
 
 from .. import languages
@@ -83,6 +83,8 @@ class _Fingerprints:
         }
         if problem.image is not None:  # keys of problems without one stay as they were
             body["image"] = problem.image
+        if problem.network != "none":
+            body["network"] = problem.network
         digest = hashlib.sha256(_canonical(body)).hexdigest()
         with self._lock:
             self._data[id(problem)] = (problem, digest)
@@ -198,7 +200,7 @@ def _split(job: Job, parts: int) -> list[tuple[list[int], Job]] | None:
     out: list[tuple[list[int], Job]] = []
     for a, b in itertools.pairwise(bounds):
         indices = list(range(a, b))
-        sub = Problem(p.id, p.tests[a:b], p.limits, p.checker, p.references, p.metadata, p.image)
+        sub = replace(p, tests=p.tests[a:b])
         out.append((indices, Submission(sub, job.code, job.language)))
     return out
 

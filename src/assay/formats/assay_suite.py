@@ -1,7 +1,8 @@
 """``--format assay``: Assay's own problem-suite format, a :class:`Problem` written out.
 
 JSON Lines, one problem per line: ``{"format": "assay-suite/1", "id", "tests", "limits",
-"checker", "references", "metadata"}``. Each test has the :class:`TestCase` fields; values
+"checker", "references", "metadata"}`` and, when set, ``"image"`` and ``"network"``
+(``"loopback"``: the tests' runs have ``lo`` up). Each test has the :class:`TestCase` fields; values
 that JSON cannot carry exactly (tuples, sets, bytes, big ints, NaN) are written in the
 tagged encoding of :mod:`assay.judge.values`: ``options.args`` (a list of tagged
 arguments) and ``expected_value``. Sets are written in a fixed order, so the same problem
@@ -55,7 +56,7 @@ def dump_problem(problem: Problem) -> dict[str, Any]:
         row["options"] = options
         row["expected_value"] = encode_value(t.expected_value)
         tests.append(row)
-    return {
+    out = {
         "format": VERSION,
         "id": problem.id,
         "tests": tests,
@@ -64,6 +65,11 @@ def dump_problem(problem: Problem) -> dict[str, Any]:
         "references": list(problem.references),
         "metadata": problem.metadata,
     }
+    if problem.image is not None:  # written only when set: older suites keep their bytes
+        out["image"] = problem.image
+    if problem.network != "none":
+        out["network"] = problem.network
+    return out
 
 
 def dumps(problem: Problem) -> str:
@@ -109,6 +115,8 @@ def problem(rec: dict[str, Any], n: int = 0) -> Problem:
         checker=rec.get("checker"),
         references=list(rec.get("references") or []),
         metadata=dict(rec.get("metadata") or {}),
+        image=rec.get("image"),
+        network=rec.get("network", "none"),
     )
 
 

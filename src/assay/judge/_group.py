@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..runner import Runner
-from ..types import Limits
+from ..types import Limits, Network
 from .types import TestCase
 
 
@@ -22,3 +22,4 @@ class TestGroup:
     tests: list[tuple[int, TestCase]]
     limits: Limits
     stop_on_failure: bool = False
+    network: Network = "none"

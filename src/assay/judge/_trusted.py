@@ -16,7 +16,7 @@ from importlib import resources
 from importlib.util import MAGIC_NUMBER
 
 from ..runner import Runner, RunRequest
-from ..types import Limits
+from ..types import Limits, Network
 
 _PKG = resources.files("assay.judge._inside")
 CALLSERVER = "callserver.py"
@@ -70,7 +70,12 @@ def _py(name: str, stem: str) -> File:
 
 
 def call_server(
-    runner: Runner, code: bytes, limits: Limits, channel: int, stop_fd: int = -1
+    runner: Runner,
+    code: bytes,
+    limits: Limits,
+    channel: int,
+    stop_fd: int = -1,
+    network: Network = "none",
 ) -> RunRequest:
     """The sandbox run that loads submission ``code`` and answers calls on fd 3, which is
     ``channel`` (given to the run); writing to ``stop_fd`` kills it early."""
@@ -82,4 +87,5 @@ def call_server(
         limits=limits,
         pass_fds=(channel,),
         stop_fd=stop_fd,
+        network=network,
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..runner import Runner
 from ..telemetry import tracing
-from ..types import ExecResult, Limits
+from ..types import ExecResult, Limits, Network
 from . import _background, _trusted, values
 from ._group import TestGroup
 from .types import TestCase, TestResult, Verdict
@@ -40,6 +40,7 @@ def call_values(
     calls: list[tuple[str, list[Any]]],
     limits: Limits,
     keep_going: Callable[[int, Reply], bool] | None = None,
+    network: Network = "none",
 ) -> tuple[list[Reply], ExecResult]:
     """Call ``fn(*args)`` for each ``(fn, args)`` in one sandbox run of ``code``.
 
@@ -59,7 +60,7 @@ def call_values(
     ]
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
-    req = _trusted.call_server(runner, code, limits, inside.detach(), stop_fd=stop_r)
+    req = _trusted.call_server(runner, code, limits, inside.detach(), stop_r, network)
     run = tracing.in_thread("assay.run", lambda: runner.execute(req), {"assay.test_kind": "call"})
     worker = _background.start(run)
     replies: list[Reply] = []
@@ -119,7 +120,7 @@ def run_calls(group: TestGroup) -> list[TestResult]:
         results.append(_grade(index, test, reply))
         return not (stop_on_failure and results[-1].verdict != "accepted")
 
-    _, result = call_values(group.runner, group.code, calls, group.limits, grade)
+    _, result = call_values(group.runner, group.code, calls, group.limits, grade, group.network)
     if result.status == "sandbox_error":  # our fault: no test result from this run stands
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
     if not (stop_on_failure and results and results[-1].verdict != "accepted"):

@@ -65,8 +65,8 @@ class Judge:
         code: bytes,
         stop_on_failure: bool,
     ) -> list[TestResult]:
-        limits = submission.problem.limits
-        group = TestGroup(self.runner, code, tests, limits, stop_on_failure)
+        limits, network = submission.problem.limits, submission.problem.network
+        group = TestGroup(self.runner, code, tests, limits, stop_on_failure, network)
         if kind == "call":
             return run_calls(group)
         if kind == "script" and submission.language == "python":
@@ -74,10 +74,12 @@ class Judge:
         if kind == "script":
             text = code.decode(errors="replace")
             lang = languages.get(submission.language).name
-            return run_native_scripts(self.runner, text, lang, tests, limits)
+            return run_native_scripts(self.runner, text, lang, tests, limits, network)
         results: list[TestResult] = []
         for i, test in tests:
-            result = self.runner.run(submission.code, submission.language, test.input, limits)
+            result = self.runner.run(
+                submission.code, submission.language, test.input, limits, network=network
+            )
             tr = self._grade(submission.problem, i, test, result)
             results.append(tr)
             if tr.verdict == "compile_error":

@@ -19,20 +19,25 @@ from __future__ import annotations
 import secrets
 
 from ..runner import Runner
-from ..types import Limits
+from ..types import Limits, Network
 from . import harness
 from .types import STATUS_TO_VERDICT, TestCase, TestResult
 
 
 def run_native_scripts(
-    runner: Runner, code: str, language: str, tests: list[tuple[int, TestCase]], limits: Limits
+    runner: Runner,
+    code: str,
+    language: str,
+    tests: list[tuple[int, TestCase]],
+    limits: Limits,
+    network: Network = "none",
 ) -> list[TestResult]:
     assemble = harness.get(language)
     out: list[TestResult] = []
     for index, test in tests:
         program = assemble(code, test.code, str(test.options.get("setup", "")))
         marker = "assay-pass-" + secrets.token_hex(16)
-        result = runner.run(program, language, marker + "\n", limits)
+        result = runner.run(program, language, marker + "\n", limits, network=network)
         common = {
             "cpu_s": result.cpu_s,
             "wall_s": result.wall_s,

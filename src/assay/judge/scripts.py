@@ -86,7 +86,7 @@ def run_scripts(group: TestGroup) -> list[TestResult]:
     }
     sub_end, test_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     report_r, report_w = os.pipe()
-    server = _trusted.call_server(runner, code, limits, sub_end.detach())
+    server = _trusted.call_server(runner, code, limits, sub_end.detach(), network=group.network)
     harness_limits = Limits(
         time_s=max(5.0, 2 * limits.time_s),
         wall_s=limits.effective_wall_s + 10,
@@ -102,6 +102,7 @@ def run_scripts(group: TestGroup) -> list[TestResult]:
         ],
         limits=harness_limits,
         pass_fds=(test_end.detach(), report_w),
+        network=group.network,
     )
     script, judge = {"assay.test_kind": "script"}, {"assay.test_kind": "harness"}
     runs = [

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from .. import languages
 from ..errors import ValidationError
-from ..types import Failure, Limits
+from ..types import Failure, Limits, Network, check_network
 
 TestKind = Literal["stdio", "call", "script", "pytest"]
 Verdict = Literal[
@@ -64,10 +64,15 @@ class Problem:
     #: The task image the tests run on (an id, id prefix or name in the image store);
     #: None: the host's root.
     image: str | None = None
+    #: ``"loopback"``: every run of the problem's tests has its own network namespace with
+    #: ``lo`` up (a test that starts a server on 127.0.0.1 and talks to it); nothing outside
+    #: the run is reachable either way. ``"none"`` (the default): no sockets but Unix ones.
+    network: Network = "none"
 
     def __post_init__(self) -> None:
         if self.image is not None and (not isinstance(self.image, str) or not self.image):
             raise ValidationError("image", "must be a non-empty image id or name")
+        check_network(self.network)
         if not self.tests:
             # A problem without tests would accept anything: an error, never a verdict.
             raise ValidationError("tests", f"problem {self.id!r} has no tests")

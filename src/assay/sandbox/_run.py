@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from .. import defaults
-from ..types import ExecResult, Limits, Status
+from ..types import ExecResult, Limits, Network, Status
 from ._inside import status as run_status
 from ._inside import wire
 from .cgroups import RunCgroup
 
 Mode = Literal["python", "exec"]
-Network = Literal["none", "loopback"]
 KillReason = Literal["time", "wall", "output", "memory", "stopped"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0

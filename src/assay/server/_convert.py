@@ -235,6 +235,7 @@ def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -
         tests,
         limits=limits(model.limits, settings, base, f"{field}.limits"),
         image=image(model.image, f"{field}.image"),
+        network=model.network,
     )
 
 

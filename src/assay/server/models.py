@@ -196,6 +196,11 @@ class ProblemModel(BaseModel):
         description="Assay extension: the task image to run on (id, id prefix or name from "
         "`assay image list`); unknown images are refused with 422",
     )
+    network: Literal["none", "loopback"] = Field(
+        "none",
+        description="'loopback': each run of the tests has its own network namespace with lo "
+        "up (servers on 127.0.0.1 inside the run); 'none' (default): no network at all",
+    )
 
 
 class SubmissionModel(BaseModel):

@@ -32,6 +32,7 @@ def test_a_submission_with_call_tests_round_trips() -> None:
         Limits(time_s=2.0, memory_mb=128),
         metadata={"source": "test", "big": 1 << 80},
         image="img",
+        network="loopback",
     )
     job = Submission(problem, b"def f(*a): pass", "python")
     assert decode_job(encode_job(job, True)) == (job, True)

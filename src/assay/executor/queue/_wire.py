@@ -69,6 +69,7 @@ def _problem(p: Problem) -> dict[str, Any]:
         "references": list(p.references),
         "metadata": codec.encode(p.metadata),
         "image": p.image,
+        "network": p.network,
     }
 
 
@@ -89,6 +90,7 @@ def _unproblem(d: dict[str, Any]) -> Problem:
         list(d["references"]),
         codec.decode(d["metadata"]),
         d["image"],
+        d.get("network", "none"),
     )
 
 
