@@ -317,7 +317,9 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager, who: W
     out["stdout"] = encode_output(step.stdout, body.output_encoding)
     out["stderr"] = encode_output(step.stderr, body.output_encoding)
     out["output_encoding"] = body.output_encoding
-    return out
+    # Already the ExecResponse shape (the model documents it): answered as it is, without
+    # FastAPI validating it through the model again on every step.
+    return JSONResponse(out)
 
 
 @router.post("/{session_id}/fork")

@@ -164,6 +164,7 @@ def of_scope(scope: Mapping[str, object]) -> Tenant:
     return found
 
 
-def tenant(request: Request) -> Tenant:
-    """The request's tenant (a route dependency)."""
+async def tenant(request: Request) -> Tenant:
+    """The request's tenant (a route dependency; ``async`` because it never blocks: FastAPI
+    runs a plain ``def`` dependency on its thread pool, a thread hop per request)."""
     return of_scope(request.scope)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ..errors import ValidationError
@@ -100,7 +100,11 @@ class StepResult:
     peak_memory_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Field by field, not ``asdict`` (a deep copy of both outputs): once per step.
+        return {name: getattr(self, name) for name in _STEP_FIELDS}
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(StepResult))
 
 
 @runtime_checkable
