@@ -233,3 +233,51 @@ def test_verifies_in_a_process_whose_descriptors_pass_1024(runner: Runner) -> No
     with Session.for_task(runner, make_task()) as s:
         v = s.verify()
         assert (v.passed, v.total, v.verdict) == (2, 3, "failed")
+
+
+CLI = FIXED + (
+    "\n\nif __name__ == '__main__':\n    import sys\n\n"
+    "    sys.exit(0 if add(2, 3) == 5 else 1)  # a CLI of the code under test: its own exit\n"
+)
+CHECK = """\
+import atexit
+import subprocess
+import sys
+import threading
+import unittest
+
+from calc import add
+
+done = []
+# The code under test run as a program: its SystemExit is its own process's business.
+assert subprocess.run([sys.executable, "calc.py"]).returncode == 0
+t = threading.Thread(target=lambda: done.append(add(1, 1)))
+t.start()
+atexit.register(lambda: print("exit functions ran", done))
+if add(2, 3) != 5:
+    sys.exit(1)
+
+
+class T(unittest.TestCase):
+    def test_cli_exit_is_caught(self):
+        with self.assertRaises(SystemExit):
+            exec(open("calc.py").read(), {"__name__": "__main__"})
+
+
+unittest.main()  # exits through the standard library: the script's own exit
+"""
+
+
+@pytest.mark.parametrize("command", ["python3 check.py", "python check.py --verbose"])
+def test_a_script_command_that_exits_on_its_own_is_judged_by_its_status(
+    runner: Runner, command: str
+) -> None:
+    """The early-exit rule does not catch honest scripts: one whose program under test is
+    a CLI ending in ``sys.exit``, with a thread, exit functions and ``unittest.main()``."""
+    task = make_task(files={"calc.py": CLI.replace("a + b", "a - b")}, tests={"check.py": CHECK})
+    task = AgentTask.from_dict({**task.to_dict(), "test_command": command})
+    with Session.for_task(runner, task) as s:
+        assert s.verify().verdict == "failed"
+        s.write_file("calc.py", CLI)
+        v = s.verify()
+        assert (v.verdict, v.reward) == ("accepted", 1.0), v.reason

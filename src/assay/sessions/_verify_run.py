@@ -246,6 +246,12 @@ def _spec(task: AgentTask, work: Mapping[str, bytes], plain: list[str] | None) -
         # Read by the runner before any workspace code runs, and used instead of the disk.
         "pinned": sorted({*task.tests, *(p for p in work if os.path.basename(p) == "conftest.py")}),
         "guarded": external_imports(task),
+        # The scripts a test_command runs as the tests (the task's test files and the files
+        # the command names): a SystemExit that ends one counts only if they raised it.
+        "trusted": sorted(
+            set(task.tests)
+            | command_paths(task.test_command or "", dict.fromkeys([*task.files, *task.tests], b""))
+        ),
     }
 
 
