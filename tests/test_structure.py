@@ -7,6 +7,7 @@ deferred import is still a dependency; deferring one only hides a cycle)."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import assay
@@ -182,3 +183,12 @@ def test_no_module_over_500_lines() -> None:
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+def test_no_benchmark_script_shadows_a_standard_library_module() -> None:
+    """``python benchmarks/X.py`` puts ``benchmarks/`` first on ``sys.path``: a script named
+    like a standard module (``queue.py``) replaced it for every other script (``import
+    redis`` imports ``queue``), and ``benchmarks/sessions.py`` could not start."""
+    scripts = {p.stem for p in (Path(__file__).parents[1] / "benchmarks").glob("*.py")}
+    assert "sessions" in scripts
+    assert sorted(scripts & set(sys.stdlib_module_names)) == []

@@ -1,7 +1,7 @@
 """The queue fleet against the local executor on the same slots, on a real ``redis-server``
 started on loopback, with ``assay worker`` processes on this machine. Ends with one JSON line.
 
-    .venv/bin/python benchmarks/queue.py [--jobs 2000] [--workers 3] [--slots 2] [--job-ms 20]
+    .venv/bin/python benchmarks/fleet.py [--jobs 2000] [--workers 3] [--slots 2] [--job-ms 20]
                                          [--rounds 3]
 
 Jobs are runs of a backend that sleeps ``job-ms`` (tests/executor/queue/_fleet_backends.py):
