@@ -57,8 +57,8 @@ Execute = Callable[[RunRequest], ExecResult]
 
 
 @cache
-def _runner_source() -> bytes:
-    return resources.files("assay.sessions._inside").joinpath("verify_runner.py").read_bytes()
+def _runner_source(name: str = "verify_runner.py") -> bytes:
+    return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
 
 
 def is_runner_config(path: str) -> bool:
@@ -270,6 +270,7 @@ def run_tests(
     files += [(f"{RUNNER_DIR}/{p}", data, 0o444) for p, data in meta.items()]
     files += [
         (f"{RUNNER_DIR}/runner.py", _runner_source(), 0o444),
+        (f"{RUNNER_DIR}/verify_boot.py", _runner_source("verify_boot.py"), 0o444),
         (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),
         (f"{RUNNER_DIR}/pytest.ini", b"[pytest]\n", 0o444),
     ]

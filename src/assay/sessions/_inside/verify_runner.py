@@ -270,165 +270,19 @@ finally:
     del _assay_boot
 """
 
-#: The boot's runner of a test script (a file the task's tests or ``test_command`` name, or
-#: the command's own ``python -c`` code): it runs the script itself, so it sees where a
-#: ``SystemExit`` that ends it came from. One raised in a frame of anything but the trusted
-#: scripts and the interpreter's own library (the code under test calling ``sys.exit(0)``
-#: while the script imports or calls it) ends the process as an early exit: no token, the
-#: command counts nothing. The interpreter's shutdown is then done here (non-daemon threads,
-#: exit functions, stdio) before ``os._exit``. Python 3.6+ syntax: images run older ones.
-_BOOT_MAIN = r"""
-import atexit, os, sys
-ROOT = %(root)r
-TRUSTED = frozenset(%(trusted)r)
-COMMAND = %(command)r
-CODE_NAME = "<assay test_command>"
 
-
-def _library():
-    import site, sysconfig
-    dirs = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        dirs.add(sysconfig.get_paths().get(key) or "")
-    try:
-        dirs.update(site.getsitepackages())
-    except AttributeError:
-        pass
-    return tuple(os.path.realpath(d) + "/" for d in dirs if d and not d.startswith("/work"))
-
-
-def target():
-    argv0 = sys.argv[0] if sys.argv else ""
-    orig = getattr(sys, "orig_argv", None)
-    if argv0 in ("-c", "-m"):
-        if orig is None or len(orig) < len(sys.argv) + 1:
-            return None
-        word = orig[-len(sys.argv)]
-        if argv0 == "-c":
-            return ("code", word) if orig[-len(sys.argv) - 1] == "-c" and word in COMMAND else None
-        found = _module_file(word)
-        return ("module", word) if found in TRUSTED else None
-    if argv0 and not argv0.startswith("-"):
-        path = os.path.realpath(argv0)
-        if path in TRUSTED and os.path.isfile(path):
-            return ("file", path)
-    return None
-
-
-def _module_file(name):
-    import importlib.util
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    origin = getattr(spec, "origin", None) if spec else None
-    return os.path.realpath(origin) if origin else None
-
-
-def _untrusted(tb, library):
-    # The frames between the script and the raise that are neither the trusted scripts nor
-    # the interpreter's library: the code under test (wherever its files are).
-    out = []
-    while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if name in (CODE_NAME, __file__) or name.startswith("<frozen "):
-            tb = tb.tb_next
-            continue
-        path = os.path.realpath(name) if name and not name.startswith("<") else name
-        if path not in TRUSTED and not path.startswith(library):
-            where = path[len(ROOT) + 1:] if path.startswith(ROOT + "/") else path
-            out.append("%%s:%%d" %% (where, tb.tb_lineno))
-        tb = tb.tb_next
-    return out
-
-
-def run(target, sock, token, pid):
-    import __main__
-    library = _library()
-    kind, what = target
-    glb = __main__.__dict__
-    glb.update({"__name__": "__main__", "__builtins__": __builtins__, "__spec__": None})
-    safe = getattr(sys.flags, "safe_path", False)
-    status, credible, why = 0, True, ""
-    try:
-        if kind == "file":
-            if not safe:
-                sys.path.insert(0, os.path.dirname(what))
-            glb["__file__"] = what
-            with open(what, "rb") as fh:
-                code = compile(fh.read(), what, "exec", dont_inherit=True)
-            exec(code, glb)
-        elif kind == "code":
-            if not safe:
-                sys.path.insert(0, "")
-            exec(compile(what, CODE_NAME, "exec", dont_inherit=True), glb)
-        else:
-            import runpy
-            if not safe:
-                sys.path.insert(0, os.getcwd())
-            runpy._run_module_as_main(what, alter_argv=True)
-    except SystemExit as exc:
-        code = exc.code
-        if code is None:
-            status = 0
-        elif isinstance(code, int):
-            status = code & 0xFF
-        else:
-            sys.stderr.write("%%s\n" %% (code,))
-            status = 1
-        raisers = _untrusted(exc.__traceback__, library)
-        if raisers:
-            credible = False
-            why = (
-                "assay: SystemExit(%%r) was raised by the code under test (%%s), not by the "
-                "test script: the command ended early and counts nothing\n"
-                %% (code, ", ".join(raisers[-3:]))
-            )
-    except BaseException:
-        sys.excepthook(*sys.exc_info())
-        status = 1
-    _shutdown()
-    if why:
-        os.write(2, why.encode())
-    if credible and os.getpid() == pid:
-        sock.sendall(token)
-    os._exit(status)
-
-
-def _shutdown():
-    # What the interpreter does at exit, in its order: wait for non-daemon threads, run the
-    # exit functions, let objects close (files flush), flush stdio.
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    try:
-        import __main__, gc
-        __main__.__dict__.clear()
-        gc.collect()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-"""
-
-
-def _boot_main_source(spec: dict[str, Any]) -> str:
+def _boot_main_files(spec: dict[str, Any]) -> dict[str, str]:
+    """The boot's test-script runner (``verify_boot.py``, shipped beside this file) and its
+    settings, as modules of the boot zip."""
     root = spec["root"]
     trusted = sorted(os.path.realpath(os.path.join(root, p)) for p in spec.get("trusted") or [])
-    return _BOOT_MAIN % {"root": root, "trusted": trusted, "command": spec["command"]}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify_boot.py")) as fh:
+        main = fh.read()
+    conf = f"ROOT = {root!r}\nTRUSTED = frozenset({trusted!r})\nCOMMAND = {spec['command']!r}\n"
+    return {"assay_verify_main.py": main, "assay_verify_conf.py": conf}
 
 
-def _boot_zip(guard_source: str, main_source: str) -> int:
+def _boot_zip(guard_source: str, modules: dict[str, str]) -> int:
     """A sealed memfd holding a zip with the boot's ``sitecustomize`` and the guard: on
     ``PYTHONPATH`` as /proc/PID/fd/N, the same bytes for every Python process of the
     command, which no process of the workspace can change."""
@@ -440,7 +294,8 @@ def _boot_zip(guard_source: str, main_source: str) -> int:
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("sitecustomize.py", _BOOT)
         zf.writestr("assay_verify_guard.py", guard_source)
-        zf.writestr("assay_verify_main.py", main_source)
+        for name, source in modules.items():
+            zf.writestr(name, source)
     fd = os.memfd_create("assay-boot", os.MFD_ALLOW_SEALING)
     os.write(fd, buf.getvalue())
     seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
@@ -541,7 +396,7 @@ def run_command(spec: dict[str, Any], _emit: Any) -> list[str]:
 
     root = spec["root"]
     registry = Registry()
-    boot = _boot_zip(_guard_source(), _boot_main_source(spec))
+    boot = _boot_zip(_guard_source(), _boot_main_files(spec))
     # ``python`` and ``python3`` are this interpreter whatever the image calls its own
     # (Debian has no ``python``; SWE-bench commands say ``python``).
     here = f"/tmp/.assay-verify-bin-{os.getpid()}"
