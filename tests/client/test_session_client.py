@@ -123,3 +123,26 @@ def test_async_client_drives_a_session(serve_url: str) -> None:
                 return step.stdout, forked.stdout
 
     assert asyncio.run(episode()) == (b"42\n", b"41")
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced(serve_url: str) -> None:
+    """uvicorn closes a keep-alive connection idle for 5 s: the next step opens a new one
+    (and runs once), it does not fail on the dead one."""
+    import time
+
+    with SessionClient(serve_url) as client, client.session(limits=LIMITS) as s:
+        s.exec("echo 1 >> count")
+        time.sleep(6)
+        s.exec("echo 1 >> count")
+        assert s.exec("wc -l < count").stdout == b"2\n"
+
+
+def test_an_unreachable_server_is_a_remote_error_naming_the_url() -> None:
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with SessionClient(f"http://127.0.0.1:{port}") as client:
+        with pytest.raises(RemoteError, match=f"127.0.0.1:{port}/v1/sessions"):
+            client.session()

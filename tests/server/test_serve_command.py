@@ -97,3 +97,20 @@ def test_a_malformed_token_entry_stops_serve_at_once(
     result = invoke()
     assert result.exit_code == 2 and "ASSAY_API_TOKENS entry 2" in result.output
     assert served == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", [False, True], ids=["default", "--access-log"])
+def test_access_log_is_a_line_per_request_only_when_asked(flag: bool, tmp_path: Path) -> None:
+    """A real ``assay serve``: off by default (a JSON line per request on a step's hot
+    path), a line per request with ``--access-log``."""
+    import httpx
+
+    from serve_helpers import assay_serve
+
+    log = tmp_path / "serve.log"
+    args = ["--slots", "1", "--records", "off", *(["--access-log"] if flag else [])]
+    with assay_serve(*args, env={**os.environ, "ASSAY_API_TOKEN": ""}, log=log) as url:
+        assert httpx.get(f"{url}/no-such-page-xyz").status_code == 404
+    lines = [x for x in log.read_text().splitlines() if "no-such-page-xyz" in x]
+    assert len(lines) == (1 if flag else 0), log.read_text()[-2000:]

@@ -42,13 +42,18 @@ def test_the_documented_longest_ttl_is_accepted(client: httpx.Client) -> None:
     assert over.status_code == 422 and over.json()["field"] == "ttl_s", over.text
 
 
-def test_the_session_memory_budget_defaults_to_what_the_host_has(runner: object) -> None:
-    from assay.sessions.manager import default_memory_budget_mb, host_memory_mb
+def test_the_session_memory_budget_defaults_to_what_the_host_has(
+    runner: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.sessions import manager
+    from assay.sessions.manager import host_memory_mb
 
     host = host_memory_mb()
     assert host is not None  # /proc/meminfo is readable on Linux
+    # MemAvailable moves while other tests run: the manager reads it once, pinned here.
+    monkeypatch.setattr(manager, "host_memory_mb", lambda: host)
     m = SessionManager(runner)
-    assert m.memory_budget_mb == default_memory_budget_mb()
+    assert m.memory_budget_mb == manager.default_memory_budget_mb()
     # Before: None (unbounded; 256 sessions x 512 MiB were accepted on a 24 GiB host).
     assert m.memory_budget_mb is not None
     assert m.memory_budget_mb <= max(512, host * defaults.SESSION_MEMORY_SHARE)

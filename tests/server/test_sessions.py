@@ -111,6 +111,55 @@ def test_too_many_sessions_is_429_and_the_token_is_required(capped) -> None:  # 
         client.delete(f"/v1/sessions/{sid}")
 
 
+def test_the_fast_step_path_answers_as_the_route_does(
+    client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steps skip FastAPI's routing (``sessions.exec_fast``); with it off, the route gives
+    the same answers: output, encodings, and each error (410, 404, 422 naming the field)."""
+    sid = _create(client)
+    gone = _create(client)
+    client.delete(f"/v1/sessions/{gone}")
+    requests = [
+        (sid, {"command": "printf 'a\\377'; echo err >&2; exit 3", "output_encoding": "base64"}),
+        (
+            sid,
+            {
+                "command": "cat",
+                "stdin": base64.b64encode(b"\x00in").decode(),
+                "stdin_encoding": "base64",
+            },
+        ),
+        (sid, {"command": "cat", "stdin": "not base64!", "stdin_encoding": "base64"}),
+        (sid, {"command": "true", "timeout_s": "soon"}),
+        (sid, {"comand": "true"}),
+        (gone, {"command": "true"}),
+        ("no-such-session", {"command": "true"}),
+    ]
+
+    def answers() -> list[tuple[int, dict[str, object]]]:
+        out = []
+        for target, body in requests:
+            r = client.post(f"/v1/sessions/{target}/exec", json=body)
+            got = r.json()
+            for timing in ("cpu_s", "wall_s", "peak_memory_bytes"):
+                got.pop(timing, None)
+            out.append((r.status_code, got))
+        return out
+
+    fast = answers()
+    import assay.server.sessions as routes
+
+    async def never(*args: object) -> bool:
+        return False
+
+    monkeypatch.setattr(routes, "exec_fast", never)
+    assert answers() == fast
+    assert [status for status, _ in fast] == [200, 200, 422, 422, 422, 410, 404]
+    assert base64.b64decode(fast[0][1]["stdout"]) == b"a\xff"  # type: ignore[arg-type]
+    assert fast[2][1]["field"] == "stdin" and fast[4][1]["field"] == "command"
+    client.delete(f"/v1/sessions/{sid}")
+
+
 CLIENT = """
 import httpx, sys
 c = httpx.Client(base_url=sys.argv[1], timeout=60)

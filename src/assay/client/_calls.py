@@ -10,12 +10,11 @@ and a local one give equal results for equal steps.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import quote
-
-import httpx
 
 from .. import defaults
 from ..errors import RemoteError, ValidationError
@@ -32,7 +31,24 @@ from ..sessions import (
 )
 from ..tasks import AgentTask
 
-__all__ = ["Call", "RemoteError", "create", "raise_for"]
+__all__ = ["Answer", "Call", "RemoteError", "create", "raise_for"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer as the calls read it (whatever client fetched it)."""
+
+    status_code: int
+    content: bytes
+    headers: Mapping[str, str]  # lower-cased names
+    url: str
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
 
 
 @dataclass(frozen=True)
@@ -41,7 +57,7 @@ class Call:
 
     method: str
     path: str
-    parse: Callable[[httpx.Response], Any]
+    parse: Callable[[Answer], Any]
     json: dict[str, Any] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     content: bytes | None = None
@@ -49,7 +65,7 @@ class Call:
     timeout: float = 60.0
 
 
-def raise_for(response: httpx.Response, session_id: str = "") -> None:
+def raise_for(response: Answer, session_id: str = "") -> None:
     """The exception ``Session`` raises in the same case, for an error answer."""
     code = response.status_code
     if code < 400:
@@ -70,19 +86,19 @@ def raise_for(response: httpx.Response, session_id: str = "") -> None:
     if code == 503 and "reason" in body:
         raise SessionFault(str(body["reason"]), message)
     if code == 429:  # no room for another session (or step) now: retry after the hint
-        raise TooManySessions(message, 0, 0, float(response.headers.get("Retry-After") or 1))
+        raise TooManySessions(message, 0, 0, float(response.headers.get("retry-after") or 1))
     if code in (400, 422) and isinstance(body.get("field"), str):
         raise ValidationError(body["field"], message)
-    raise RemoteError(f"HTTP {code} from {response.request.url}: {message}")
+    raise RemoteError(f"HTTP {code} from {response.url}: {message}")
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
+def _json(response: Answer) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError as exc:
-        raise RemoteError(f"not JSON from {response.request.url}: {exc}") from None
+        raise RemoteError(f"not JSON from {response.url}: {exc}") from None
     if not isinstance(body, dict):
-        raise RemoteError(f"not a JSON object from {response.request.url}")
+        raise RemoteError(f"not a JSON object from {response.url}")
     return body
 
 
@@ -91,22 +107,22 @@ def _known(cls: type, body: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if k in names}
 
 
-def _step(response: httpx.Response) -> StepResult:
+def _step(response: Answer) -> StepResult:
     body = _known(StepResult, _json(response))
     for stream in ("stdout", "stderr"):
         body[stream] = base64.b64decode(body.get(stream, ""))
     return StepResult(**body)
 
 
-def _cell(response: httpx.Response) -> CellResult:
+def _cell(response: Answer) -> CellResult:
     return CellResult(**_known(CellResult, _json(response)))
 
 
-def _verify(response: httpx.Response) -> VerifyResult:
+def _verify(response: Answer) -> VerifyResult:
     return VerifyResult(**_known(VerifyResult, _json(response)))
 
 
-def _rewards(response: httpx.Response) -> EpisodeRewards:
+def _rewards(response: Answer) -> EpisodeRewards:
     return EpisodeRewards(**_known(EpisodeRewards, _json(response)))
 
 
@@ -116,15 +132,15 @@ def _quoted(path: str) -> str:
     return quote(path.removeprefix("/work/"), safe="")
 
 
-def _none(_response: httpx.Response) -> None:
+def _none(_response: Answer) -> None:
     return None
 
 
-def _bytes(response: httpx.Response) -> bytes:
+def _bytes(response: Answer) -> bytes:
     return response.content
 
 
-def _entries(response: httpx.Response) -> list[dict[str, Any]]:
+def _entries(response: Answer) -> list[dict[str, Any]]:
     return list(_json(response).get("entries", []))
 
 

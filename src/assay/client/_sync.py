@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Mapping
 from typing import Any
-
-import httpx
+from urllib.parse import urlencode
 
 from ..sessions import (
     CellResult,
@@ -19,6 +19,7 @@ from ..sessions import (
 from ..tasks import AgentTask
 from . import _calls
 from ._calls import STEP_TIMEOUT_S, Call
+from ._http import Connections
 
 
 class SessionClient:
@@ -30,29 +31,27 @@ class SessionClient:
     ...         s.exec("cat a.txt").stdout                           # b'hi'
     """
 
-    def __init__(
-        self,
-        url: str,
-        token: str | None = None,
-        *,
-        timeout: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = 60.0) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport
-        )
+        self._headers = {"content-type": "application/json"}
+        if token:
+            self._headers["authorization"] = f"Bearer {token}"
+        self._timeout = timeout
+        self._http = Connections(self.url, connect_timeout=min(10.0, timeout))
 
     def send(self, call: Call, session_id: str = "") -> Any:
-        response = self._http.request(
-            call.method,
-            call.path,
-            json=call.json,
-            params=call.params or None,
-            content=call.content,
-            timeout=call.timeout,
+        query = f"?{urlencode(call.params)}" if call.params else ""
+        path = f"{call.path}{query}"
+        if call.json is not None:
+            body: bytes | None = json.dumps(call.json).encode()
+            headers = self._headers
+        else:
+            body = call.content
+            headers = {**self._headers, "content-type": "application/octet-stream"}
+        status, data, answer_headers = self._http.request(
+            call.method, path, body, headers, call.timeout
         )
+        response = _calls.Answer(status, data, answer_headers, f"{self.url}{path}")
         _calls.raise_for(response, session_id)
         return call.parse(response)
 

@@ -98,6 +98,12 @@ class _Gate:
             and await sandboxfusion.run_code_fast(scope, headers, body, send)
         ):
             return
+        if (
+            scope["method"] == "POST"
+            and scope["path"].endswith("/exec")
+            and await sessions.exec_fast(scope, headers, body, send)
+        ):
+            return
         sent = False
 
         async def replay() -> Message:

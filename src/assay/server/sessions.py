@@ -13,6 +13,7 @@ import asyncio
 import base64
 import functools
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +22,8 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
+from starlette.types import Scope, Send
 
 from .. import defaults
 from ..errors import UnknownSession, ValidationError
@@ -41,10 +44,10 @@ from ..tasks.workspace import workspace_tar
 from ..types import OutputEncoding, encode_output
 from . import _convert
 from ._callers import callers_of
-from ._service import PRIORITIES, Svc, Who, caller_of
+from ._service import PRIORITIES, Service, Svc, Who, caller_of
 from .models import Priority, ProcessOutput
 from .settings import Settings
-from .tenants import Tenant
+from .tenants import SCOPE_KEY, Tenant
 
 T = TypeVar("T")
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -299,15 +302,22 @@ async def close(session_id: str, m: Manager, who: Who) -> Any:
 @router.post("/{session_id}/exec", response_model=ExecResponse)
 async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager, who: Who) -> Any:
     """One shell step (cwd and exported variables carry over from the previous step)."""
+    return await _step(m, who, session_id, body, svc.settings)
+
+
+async def _step(
+    m: SessionManager, who: Tenant, session_id: str, body: ExecRequest, settings: Settings
+) -> JSONResponse:
+    """The exec route's answer (the route's and :func:`exec_fast`'s one implementation)."""
     if body.stdin_encoding == "base64":
         try:
             stdin = base64.b64decode(body.stdin, validate=True)
         except ValueError:
             raise ValidationError("stdin", "not base64 (stdin_encoding is base64)") from None
-        if len(stdin) > svc.settings.max_stdin_bytes:
-            raise ValidationError("stdin", f"more than {svc.settings.max_stdin_bytes} bytes")
+        if len(stdin) > settings.max_stdin_bytes:
+            raise ValidationError("stdin", f"more than {settings.max_stdin_bytes} bytes")
     else:
-        stdin = _convert.stdin(body.stdin, svc.settings)
+        stdin = _convert.stdin(body.stdin, settings)
     step = await _on(
         m, who, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
     )
@@ -320,6 +330,36 @@ async def exec_(session_id: str, body: ExecRequest, svc: Svc, m: Manager, who: W
     # Already the ExecResponse shape (the model documents it): answered as it is, without
     # FastAPI validating it through the model again on every step.
     return JSONResponse(out)
+
+
+_EXEC_PATH = re.compile(r"/v1/sessions/([^/]+)/exec")
+
+
+async def exec_fast(scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send) -> bool:
+    """``POST /v1/sessions/{id}/exec`` without the framework: the same model and
+    :func:`_step`, for the call an agent makes on every turn. FastAPI's route scan and
+    dependency layers cost ~1.5 ms per step (measured with ``benchmarks/sessions.py
+    --only remote``), most of the remote client's overhead. Returns False, having sent
+    nothing, for anything but a valid step request of a running service: the route then
+    answers it with its usual errors. Once the step has started, this answers it."""
+    found = _EXEC_PATH.fullmatch(scope["path"])
+    if found is None or not headers.get(b"content-type", b"").startswith(b"application/json"):
+        return False
+    app = scope.get("app")
+    svc = getattr(getattr(app, "state", None), "service", None)
+    who = scope.get(SCOPE_KEY)
+    if not isinstance(svc, Service) or svc.closing or not isinstance(who, Tenant):
+        return False
+    try:
+        req = ExecRequest.model_validate_json(body)
+        answer = await _step(manager(app, svc.executor), who, found[1], req, svc.settings)  # type: ignore[arg-type]
+    except (PydanticError, ValidationError):  # bad fields or stdin: nothing ran
+        return False
+    await send(
+        {"type": "http.response.start", "status": answer.status_code, "headers": answer.raw_headers}
+    )
+    await send({"type": "http.response.body", "body": answer.body})
+    return True
 
 
 @router.post("/{session_id}/fork")
