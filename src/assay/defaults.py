@@ -207,6 +207,12 @@ SESSION_STARTS_PER_CALLER = 2
 SESSION_MAX_DISK_MB = 4096
 #: Largest total CPU of a session (the sandbox's bound of a run's CPU limit).
 SESSION_MAX_CPU_S = 3600.0
+#: A session's lifetime and idle lifetime when not given (``Session``, the HTTP create, the
+#: remote client): one place, so the three cannot drift apart.
+SESSION_TTL_S = 3600.0
+SESSION_IDLE_TTL_S = 600.0
+#: Open sessions a service holds at most (``ASSAY_SERVER_MAX_SESSIONS``); 429 beyond.
+SERVER_MAX_SESSIONS = 256
 #: Share of the memory available to the service (``MemAvailable`` at start, or its cgroup's
 #: limit if lower) that open sessions' memory limits may add up to by default: a session's
 #: limit is a promise of memory, and 256 sessions x 512 MiB were accepted on a 24 GiB host.

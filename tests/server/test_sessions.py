@@ -92,8 +92,8 @@ def test_bad_input_names_the_field(client: httpx.Client) -> None:
 
 @pytest.fixture
 def capped(sandbox_executor, monkeypatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("ASSAY_SERVER_MAX_SESSIONS", "2")
-    with live(create_app(sandbox_executor, settings=Settings(api_token="s3cret"))) as srv:
+    settings = Settings(api_token="s3cret", max_sessions=2)
+    with live(create_app(sandbox_executor, settings=settings)) as srv:
         with srv.client(headers={"authorization": "Bearer s3cret"}) as c:
             yield srv, c
 

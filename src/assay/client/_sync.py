@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from .. import defaults
 from ..sessions import (
     CellResult,
     EpisodeRewards,
@@ -60,8 +61,8 @@ class SessionClient:
         files: Mapping[str, str | bytes] | None = None,
         *,
         limits: SessionLimits | None = None,
-        ttl_s: float = 3600.0,
-        idle_ttl_s: float = 600.0,
+        ttl_s: float = defaults.SESSION_TTL_S,
+        idle_ttl_s: float = defaults.SESSION_IDLE_TTL_S,
         tar: bytes | None = None,
         task: AgentTask | Mapping[str, Any] | None = None,
         gated: bool = False,

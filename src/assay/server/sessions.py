@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import os
 import re
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -74,8 +73,8 @@ class CreateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
     limits: SessionLimitsModel | None = None
-    ttl_s: float = 3600.0
-    idle_ttl_s: float = 600.0
+    ttl_s: float = defaults.SESSION_TTL_S
+    idle_ttl_s: float = defaults.SESSION_IDLE_TTL_S
     priority: Priority = Field(
         "normal", description="scheduling class of the session's steps against batch jobs"
     )
@@ -123,15 +122,16 @@ class ExecResponse(ProcessOutput):
 
 
 def manager(app: FastAPI, executor: object) -> SessionManager:
-    """The app's session manager (made on first use, on the executor's sandbox pool)."""
+    """The app's session manager (made on first use, on the executor's sandbox pool, with
+    the service's ``max_sessions`` and ``session_memory_mb``)."""
     with _lock:
         found: SessionManager | None = getattr(app.state, "session_manager", None)
         if found is None:
-            budget = os.environ.get("ASSAY_SERVER_SESSION_MEMORY_MB")
+            settings: Settings = app.state.service.settings
             found = SessionManager(
                 executor,
-                max_sessions=int(os.environ.get("ASSAY_SERVER_MAX_SESSIONS") or 256),
-                memory_budget_mb=int(budget) if budget else None,
+                max_sessions=settings.max_sessions,
+                memory_budget_mb=settings.session_memory_mb,
             )
             app.state.session_manager = found
         return found

@@ -54,6 +54,10 @@ class Settings:
     max_processes: int = 1024
     #: Largest session download (a file, or a tar's files): 413 naming the path beyond it.
     max_download_bytes: int = defaults.SESSION_DOWNLOAD_MAX_BYTES
+    #: Open sessions at most (429 beyond), and the MiB their memory limits may add up to
+    #: (None: ``defaults.SESSION_MEMORY_SHARE`` of what the host has).
+    max_sessions: int = defaults.SERVER_MAX_SESSIONS
+    session_memory_mb: int | None = None
     #: Bearer token required on every endpoint except /healthz and /readyz (None: no auth):
     #: the one token of the tenant ``default`` (see :mod:`assay.server.tenants`).
     api_token: str | None = field(default=None, repr=False)
@@ -86,6 +90,8 @@ class Settings:
                 "ASSAY_SERVER_MAX_SESSION_DISK_MB", base.max_session_disk_mb
             ),
             max_download_bytes=_env_int("ASSAY_SERVER_MAX_DOWNLOAD_BYTES", base.max_download_bytes),
+            max_sessions=_env_int("ASSAY_SERVER_MAX_SESSIONS", base.max_sessions),
+            session_memory_mb=_env_int("ASSAY_SERVER_SESSION_MEMORY_MB", 0) or None,
             api_token=os.environ.get("ASSAY_API_TOKEN") or None,
             api_tokens=pairs,
             admin_tenants=admins,

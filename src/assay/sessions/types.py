@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
+from .. import defaults
 from ..errors import ValidationError
 
 #: Why a session ended: closed by its owner, past its lifetime, idle too long, its CPU or
@@ -20,7 +21,7 @@ EndReason = Literal[
 StepReason = Literal["timeout", "idle_timeout", "cpu_limit", "pids_limit", "cannot_start"]
 STEP_REASONS: tuple[str, ...] = get_args(StepReason)
 #: A session's largest CPU budget: it is one sandbox run, whose CPU limit is at most an hour.
-MAX_CPU_S = 3600.0
+MAX_CPU_S = defaults.SESSION_MAX_CPU_S
 
 
 def _positive(field: str, value: float | None, allow_none: bool = False) -> None:
