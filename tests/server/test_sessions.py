@@ -13,8 +13,10 @@ import httpx
 import pytest
 from server_helpers import live
 
+from assay.errors import Overloaded
 from assay.server import Settings, create_app
 from assay.server.sessions import ExecResponse
+from assay.sessions import Session
 
 SMALL = {"memory_mb": 128, "processes": 32, "disk_mb": 32, "cpu_s": 60}
 
@@ -154,6 +156,22 @@ def test_the_fast_step_path_answers_as_the_route_does(
 
     monkeypatch.setattr(routes, "exec_fast", never)
     assert answers() == fast
+    monkeypatch.undo()
+
+    # A full queue is a 429 with Retry-After on both paths (not a 500 on the fast one).
+    def full(*args: object, **kwargs: object) -> None:
+        raise Overloaded(8, 8, 1, 2.5)
+
+    def overloaded() -> tuple[int, str | None, str]:
+        r = client.post(f"/v1/sessions/{sid}/exec", json={"command": "true"})
+        return r.status_code, r.headers.get("retry-after"), r.text
+
+    monkeypatch.setattr(Session, "exec", full)
+    busy = overloaded()
+    monkeypatch.setattr(routes, "exec_fast", never)
+    assert overloaded() == busy
+    assert busy[:2] == (429, "3") and '"field":"queue"' in busy[2], busy
+    monkeypatch.undo()
     assert [status for status, _ in fast] == [200, 200, 422, 422, 422, 410, 404]
     assert base64.b64decode(fast[0][1]["stdout"]) == b"a\xff"  # type: ignore[arg-type]
     assert fast[2][1]["field"] == "stdin" and fast[4][1]["field"] == "command"

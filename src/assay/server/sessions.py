@@ -348,13 +348,24 @@ async def exec_fast(scope: Scope, headers: dict[bytes, bytes], body: bytes, send
     app = scope.get("app")
     svc = getattr(getattr(app, "state", None), "service", None)
     who = scope.get(SCOPE_KEY)
-    if not isinstance(svc, Service) or svc.closing or not isinstance(who, Tenant):
+    if app is None or not isinstance(svc, Service) or svc.closing or not isinstance(who, Tenant):
         return False
     try:
         req = ExecRequest.model_validate_json(body)
-        answer = await _step(manager(app, svc.executor), who, found[1], req, svc.settings)  # type: ignore[arg-type]
-    except (PydanticError, ValidationError):  # bad fields or stdin: nothing ran
+    except PydanticError:  # the route answers with FastAPI's field errors: nothing ran
         return False
+    try:
+        answer = await _step(manager(app, svc.executor), who, found[1], req, svc.settings)
+    except Exception as exc:
+        # What the app's exception handlers answer (a 422 naming the field, a full queue's
+        # 429 with Retry-After) is answered the same here; anything else is a 500 as on
+        # the route. Never a second try: the step may have run.
+        handlers = app.exception_handlers
+        # The first handler along the exception's classes, but Exception's (a 500).
+        own = [c for c in type(exc).__mro__ if c in handlers and c not in (Exception, object)]
+        if not own:
+            raise
+        answer = await handlers[own[0]](Request(scope), exc)
     await send(
         {"type": "http.response.start", "status": answer.status_code, "headers": answer.raw_headers}
     )
