@@ -37,7 +37,8 @@ class SessionClient:
         self._headers = {"content-type": "application/json"}
         if token:
             self._headers["authorization"] = f"Bearer {token}"
-        self._timeout = timeout
+        # ``timeout`` bounds connecting; each call has its own answer timeout (a step's is
+        # its own timeout plus the service's margin).
         self._http = Connections(self.url, connect_timeout=min(10.0, timeout))
 
     def send(self, call: Call, session_id: str = "") -> Any:
