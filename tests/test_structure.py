@@ -192,3 +192,19 @@ def test_no_benchmark_script_shadows_a_standard_library_module() -> None:
     scripts = {p.stem for p in (Path(__file__).parents[1] / "benchmarks").glob("*.py")}
     assert "sessions" in scripts
     assert sorted(scripts & set(sys.stdlib_module_names)) == []
+
+
+def test_no_select_select() -> None:
+    """``select.select`` refuses descriptors above 1023, which a busy service has (CI saw
+    ``filedescriptor out of range in select()``), and a sandbox's fork server keeps the
+    host's numbers: ``poll`` everywhere instead."""
+    offenders = [
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "select"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "select"
+    ]
+    assert offenders == []

@@ -203,6 +203,9 @@ class Container:
             return ExecResult(
                 status="memory_limit",
                 signal=9,
+                # Said, as for files that do not fit: nothing of the run's own output came
+                # back (staging a binary larger than the limit ends here or there by timing).
+                stderr=b"assay: the run was stopped at its memory limit\n",
                 cpu_s=self.cg.cpu_seconds(),  # the Sentry's work for the run included
                 wall_s=time.monotonic() - started,
                 peak_memory_bytes=self._peak(0, run_base),

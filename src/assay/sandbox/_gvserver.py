@@ -18,6 +18,7 @@ kills the whole container if an answer does not come in time.
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import select
@@ -309,7 +310,10 @@ def run(
     window = runstatus.CpuWindow(sample_from)
     busy, was_running = 0.0, False
     while True:
-        ready = select.select([*open_fds, ctl_in], [], [], interval)[0]
+        poller = select.poll()  # not select: no limit on the descriptors' numbers
+        for fd in (*open_fds, ctl_in):
+            poller.register(fd, select.POLLIN)
+        ready = [fd for fd, _ in poller.poll(max(0, math.ceil(interval * 1000)))]
         if ctl_in in ready:
             # Nothing comes from the host during a run but the end of its pipe: the
             # supervisor is gone (killed, say). The run and this sandbox end with it.
@@ -375,8 +379,9 @@ def run(
         _kill_all()
     for fd in open_fds:
         while True:
-            r = select.select([fd], [], [], 0)[0]
-            data = os.read(fd, 1 << 16) if r else b""
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            data = os.read(fd, 1 << 16) if poller.poll(0) else b""
             if not data:
                 break
             room = cap - len(bufs[fd])

@@ -348,9 +348,12 @@ class Slot:
         wake_r, wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         previous = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, _on_child)
+        poller = select.poll()  # not select: no limit on the descriptors' numbers
+        for fd in (status, pidfd, wake_r):
+            poller.register(fd, select.POLLIN)
         try:
             while True:
-                ready, _, _ = select.select([status, pidfd, wake_r], [], [])
+                ready = {fd for fd, _ in poller.poll()}
                 if wake_r in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)

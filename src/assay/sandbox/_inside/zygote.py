@@ -126,8 +126,12 @@ class Zygote:
 
     # -- main loop --------------------------------------------------------------------------
     def serve(self) -> None:
+        # poll, not select: the control socket keeps the number it had in the host's
+        # process, which passes 1023 in a busy service.
+        poller = select.poll()
+        poller.register(self.ctl, select.POLLIN)
         while True:
-            ready, _, _ = select.select([self.ctl], [], [], 0.5)
+            ready = poller.poll(500)
             self._reap()
             if not ready:
                 continue

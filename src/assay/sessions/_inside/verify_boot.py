@@ -41,7 +41,7 @@ def _library():
 def target():
     """What this process runs if it is a test script, else None (the interpreter runs it)."""
     argv0 = sys.argv[0] if sys.argv else ""
-    orig = getattr(sys, "orig_argv", None)
+    orig = getattr(sys, "orig_argv", None) or _cmdline()  # orig_argv: Python 3.10+
     if argv0 in ("-c", "-m"):
         if orig is None or len(orig) < len(sys.argv) + 1:
             return None
@@ -55,6 +55,16 @@ def target():
         if path in conf.TRUSTED and os.path.isfile(path):
             return ("file", path)
     return None
+
+
+def _cmdline():
+    """This process's command line as the kernel has it (an image's Python before 3.10
+    has no ``sys.orig_argv``)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as fh:
+            return [os.fsdecode(word) for word in fh.read().split(b"\0")[:-1]]
+    except OSError:
+        return None
 
 
 def _module_file(name):
