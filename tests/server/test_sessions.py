@@ -14,9 +14,9 @@ import pytest
 from server_helpers import live
 
 from assay.errors import Overloaded
+from assay.scheduler import FairQueue
 from assay.server import Settings, create_app
 from assay.server.sessions import ExecResponse
-from assay.sessions import Session
 
 SMALL = {"memory_mb": 128, "processes": 32, "disk_mb": 32, "cpu_s": 60}
 
@@ -166,7 +166,7 @@ def test_the_fast_step_path_answers_as_the_route_does(
         r = client.post(f"/v1/sessions/{sid}/exec", json={"command": "true"})
         return r.status_code, r.headers.get("retry-after"), r.text
 
-    monkeypatch.setattr(Session, "exec", full)
+    monkeypatch.setattr(FairQueue, "put_many", full)  # where both paths queue a step
     busy = overloaded()
     monkeypatch.setattr(routes, "exec_fast", never)
     assert overloaded() == busy

@@ -15,9 +15,11 @@ used to hold every slot, and another caller's ``print(42)`` waited 22 s.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
 from ..errors import ClosedError
@@ -32,13 +34,18 @@ class SlotCall(Generic[R]):
     """``fn()`` waiting for its turn in the queue; a worker admits it (:meth:`admit`) and
     the caller's thread runs it."""
 
-    def __init__(self, fn: Callable[[], R], memory_mb: int) -> None:
+    def __init__(
+        self, fn: Callable[[], R] | None, memory_mb: int, on_admit: Callable[[], None] | None = None
+    ) -> None:
         self.fn = fn
         self.memory_mb = memory_mb
         self._admitted = threading.Event()
+        self._on_admit = on_admit
 
     def admit(self) -> None:
         self._admitted.set()
+        if self._on_admit is not None:
+            self._on_admit()
 
     def wait(self) -> None:
         self._admitted.wait()
@@ -55,13 +62,21 @@ class StepSlots:
         self._running: dict[str, int] = {}
         self.used = 0
 
-    def acquire(self, caller: str) -> None:
+    def acquire(self, caller: str, blocking: bool = True) -> bool:
+        """Take a slot for ``caller`` (waiting for one, or with ``blocking=False`` only if
+        one is free now: whether it was taken)."""
         with self._cond:
-            self._cond.wait_for(
-                lambda: self.used < self.total and self._running.get(caller, 0) < self.per_caller
-            )
+
+            def free() -> bool:
+                return self.used < self.total and self._running.get(caller, 0) < self.per_caller
+
+            if blocking:
+                self._cond.wait_for(free)
+            elif not free():
+                return False
             self.used += 1
             self._running[caller] = self._running.get(caller, 0) + 1
+            return True
 
     def release(self, caller: str) -> None:
         with self._cond:
@@ -114,6 +129,49 @@ class SlotCalls:
             self._memory.acquire(memory_mb)
             try:
                 return fn()
+            finally:
+                self._memory.release(memory_mb)
+        finally:
+            self._step_slots.release(caller)
+
+    @contextlib.asynccontextmanager
+    async def admitted(
+        self,
+        *,
+        priority: int = NORMAL,
+        caller: str = "sessions",
+        estimate_s: float = 0.0,
+        memory_mb: int = 0,
+    ) -> AsyncIterator[None]:
+        """:meth:`call`'s turn, awaited on an event loop: the body runs once the call holds
+        a step slot and the scheduler has let it through, with no thread waiting for it (a
+        service's step then costs no hand-over to a thread and back). Waiting for a step
+        slot or for memory, when there is none free now, is done on a thread."""
+        if self._closed:
+            raise ClosedError("executor is closed")
+        loop = asyncio.get_running_loop()
+        if not self._step_slots.acquire(caller, blocking=False):
+            await loop.run_in_executor(None, self._step_slots.acquire, caller)
+        try:
+            turn: asyncio.Future[None] = loop.create_future()
+
+            def let_through() -> None:
+                if not turn.done():
+                    turn.set_result(None)
+
+            def on_admit() -> None:  # on the admitting worker's thread
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                    loop.call_soon_threadsafe(let_through)
+
+            slot_call: SlotCall[None] = SlotCall(None, memory_mb, on_admit)
+            self.queue.put_many(
+                [Task(slot_call, caller, priority, estimate_s, next(self._batches))]
+            )
+            await turn
+            if not self._memory.acquire(memory_mb, blocking=False):
+                await loop.run_in_executor(None, self._memory.acquire, memory_mb)
+            try:
+                yield
             finally:
                 self._memory.release(memory_mb)
         finally:

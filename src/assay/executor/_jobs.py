@@ -66,10 +66,20 @@ class Memory:
         self.used = 0
         self._cond = threading.Condition()
 
-    def acquire(self, mb: int) -> None:
+    def acquire(self, mb: int, blocking: bool = True) -> bool:
+        """Hold ``mb`` (waiting for room, or with ``blocking=False`` only if there is room
+        now: whether it was taken)."""
         with self._cond:
-            self._cond.wait_for(lambda: self.used == 0 or self.used + mb <= self.budget)
+
+            def room() -> bool:
+                return self.used == 0 or self.used + mb <= self.budget
+
+            if blocking:
+                self._cond.wait_for(room)
+            elif not room():
+                return False
             self.used += mb
+            return True
 
     def release(self, mb: int) -> None:
         with self._cond:

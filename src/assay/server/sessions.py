@@ -37,6 +37,7 @@ from ..sessions import (
     SessionManager,
     SessionRefused,
 )
+from ..sessions.awaited import awaitable, exec_awaited
 from ..sessions.verify import attach, limits_for
 from ..tasks import AgentTask
 from ..tasks.workspace import workspace_tar
@@ -180,6 +181,8 @@ async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: A
     try:
         session = m.get(session_id, who.owner)
         async with callers_of(m).calls.hold(session.caller):
+            if fn == "exec" and awaitable(session):  # no thread per step (sessions.awaited)
+                return await exec_awaited(session, *args, off_loop=call_off_loop)
             return await call_off_loop(getattr(session, fn), *args)
     except SessionEnded as exc:
         return _gone(exc)

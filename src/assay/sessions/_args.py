@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from .types import SessionLimits
 
 #: The agent's own start-up files in /work (it removes them once loaded).
 AGENT = ".assay_agent.py"
@@ -64,3 +69,34 @@ def work_path(path: str, allow_root: bool = False) -> str:
     if norm == "." and not allow_root:
         raise ValidationError("path", f"{path!r} names the workspace itself, not a file")
     return norm
+
+
+def exec_message(
+    limits: SessionLimits,
+    command: str,
+    timeout_s: float,
+    idle_timeout_s: float | None,
+    stdin: str | bytes,
+) -> tuple[dict[str, Any], float]:
+    """The agent's exec request for a session of ``limits`` (arguments checked) and the
+    step's timeout."""
+    if not isinstance(command, str) or not command.strip():
+        raise ValidationError("command", "must be a non-empty string")
+    if len(command) > 100_000:
+        raise ValidationError("command", "at most 100,000 characters")
+    timeout = check_time("timeout_s", timeout_s)
+    idle = None if idle_timeout_s is None else check_time("idle_timeout_s", idle_timeout_s)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    if not isinstance(data, bytes):
+        raise ValidationError("stdin", "must be str or bytes")
+    msg = {
+        "op": "exec",
+        "command": command,
+        "timeout_s": timeout,
+        "idle_timeout_s": idle,
+        "output_bytes": limits.output_bytes,
+        "cpu_s": limits.step_cpu_s,
+        "memory_mb": limits.step_memory_mb,
+        "stdin": base64.b64encode(data).decode(),
+    }
+    return msg, timeout

@@ -7,10 +7,12 @@ bounded sizes, and a reply that does not come in time, or is malformed, ends the
 from __future__ import annotations
 
 import array
+import asyncio
 import json
 import select
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 #: Largest reply line (JSON) and payload accepted from an agent.
@@ -111,6 +113,60 @@ class Channel:
         while have < size:
             have += self._fill(deadline, view[have:])
         return msg, bytes(payload)
+
+    async def recv_awaited(
+        self, timeout: float, off_loop: Callable[[Callable[[], Any]], Awaitable[Any]]
+    ) -> tuple[dict[str, Any], bytes]:
+        """:meth:`recv` from an event loop: the reply line is read as the loop sees the
+        socket readable; a reply with a payload still to come is read on a thread
+        (``off_loop``), so the loop never waits for a large transfer."""
+        loop = asyncio.get_running_loop()
+        deadline = time.monotonic() + timeout
+        fd = self.sock.fileno()
+        while (end := self._buf.find(b"\n")) < 0:
+            if len(self._buf) > MAX_LINE:
+                raise ChannelBroken("reply line too long")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelBroken("no reply in time")
+            if not await _readable(loop, fd, left):
+                raise ChannelBroken("no reply in time")
+            self._fill(deadline)
+        size = _nbytes(bytes(self._buf[:end]))
+        if size is not None and len(self._buf) - end - 1 >= size:
+            return self.recv(max(0.0, deadline - time.monotonic()))  # all here: no wait
+        got: tuple[dict[str, Any], bytes] = await off_loop(
+            lambda: self.recv(max(0.0, deadline - time.monotonic()))
+        )
+        return got
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, fd: int, timeout: float) -> bool:
+    """Whether ``fd`` became readable within ``timeout``, waited for on ``loop``."""
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await asyncio.wait_for(ready, timeout)
+    except TimeoutError:
+        return False
+    finally:
+        loop.remove_reader(fd)
+    return True
+
+
+def _nbytes(line: bytes) -> int | None:
+    """The payload size a reply line announces (None if it cannot be read: :meth:`recv`
+    then says what is wrong with it)."""
+    try:
+        size = json.loads(line).get("nbytes", 0)
+    except (ValueError, AttributeError):
+        return None
+    return size if isinstance(size, int) else None
 
 
 def _wait(sock: socket.socket, events: int, timeout: float) -> bool:

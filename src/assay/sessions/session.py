@@ -26,7 +26,7 @@ from ..types import ExecResult
 from . import _reaper, _records
 from . import verify as verification
 from ._agentfile import agent_file, inside_file
-from ._args import KERNEL, check_time, step_cost, user_files, work_path
+from ._args import KERNEL, check_time, exec_message, step_cost, user_files, work_path
 from ._channel import Channel, ChannelBroken
 from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
@@ -282,21 +282,29 @@ class Session:
                     os.close(owned.pop())  # the agent has its copy: ours would hold the pipe open
                 reply, data = self._channel.recv(timeout)
             except ChannelBroken as exc:
-                # The run may have just ended (TTL, CPU, memory): its reason comes first.
-                self._thread.join(1.0)
-                self._end("crashed", f"agent stopped answering: {exc}")
-                self._finish()
-                assert self.end_reason is not None
-                raise SessionEnded(self.id, self.end_reason, self.end_detail) from None
+                raise self._broken(exc) from None
             finally:
                 self.busy = False
                 self.last_used = time.monotonic()
+        return self._checked(reply), data
+
+    def _broken(self, exc: ChannelBroken) -> SessionEnded:
+        """End the session whose agent stopped answering; the error to raise (blocks up to
+        a second: the run may have just ended, and its reason (TTL, CPU, memory) comes first)."""
+        self._thread.join(1.0)
+        self._end("crashed", f"agent stopped answering: {exc}")
+        self._finish()
+        assert self.end_reason is not None
+        return SessionEnded(self.id, self.end_reason, self.end_detail)
+
+    def _checked(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """``reply`` if the agent did what was asked, else the refusal or fault raised."""
         if not reply.get("ok"):
             fault = refusal(reply)  # raises SessionRefused if the request was refused
             if fault.kind == "pids_limit":  # nothing left to free: the session is unusable
                 self.end("pids_limit", str(fault))
             raise fault
-        return reply, data
+        return reply
 
     def _step(self, msg: dict[str, Any], timeout: float) -> tuple[dict[str, Any], bytes]:
         """A step: on an executor it waits for its turn and a step slot (held while it runs,
@@ -309,9 +317,7 @@ class Session:
                 reply = self._call(msg, timeout=timeout)
                 return reply
             finally:
-                self.steps += 1
-                cost = step_cost(reply[0].get("cpu_s"), time.monotonic() - started)
-                self._step_s = 0.8 * self._step_s + 0.2 * cost
+                self._count_step(reply[0], started)
 
         if self._slot_call is None:
             return run()
@@ -330,6 +336,11 @@ class Session:
                 self.last_used = time.monotonic()
         return out
 
+    def _count_step(self, reply: dict[str, Any], started: float) -> None:
+        self.steps += 1
+        cost = step_cost(reply.get("cpu_s"), time.monotonic() - started)
+        self._step_s = 0.8 * self._step_s + 0.2 * cost
+
     def exec(
         self,
         command: str,
@@ -344,40 +355,38 @@ class Session:
         A step the session cannot start answers with ``reason`` ``pids_limit`` (the session
         then ends with that reason) or ``cannot_start``, and why on stderr.
         """
-        import base64
-
-        if not isinstance(command, str) or not command.strip():
-            raise ValidationError("command", "must be a non-empty string")
-        if len(command) > 100_000:
-            raise ValidationError("command", "at most 100,000 characters")
-        timeout = check_time("timeout_s", timeout_s)
-        idle = None if idle_timeout_s is None else check_time("idle_timeout_s", idle_timeout_s)
-        data = stdin.encode() if isinstance(stdin, str) else stdin
-        if not isinstance(data, bytes):
-            raise ValidationError("stdin", "must be str or bytes")
-        msg = {
-            "op": "exec",
-            "command": command,
-            "timeout_s": timeout,
-            "idle_timeout_s": idle,
-            "output_bytes": self.limits.output_bytes,
-            "cpu_s": self.limits.step_cpu_s,
-            "memory_mb": self.limits.step_memory_mb,
-            "stdin": base64.b64encode(data).decode(),
-        }
+        msg, timeout = exec_message(self.limits, command, timeout_s, idle_timeout_s, stdin)
         started = time.time()
+        reply: dict[str, Any] | SessionFault
         try:
             reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
-            step = step_result(reply)
         except SessionFault as fault:
-            step = not_started(fault)
+            reply = fault
         except (ValueError, TypeError) as exc:
-            self.end("crashed", f"malformed step reply: {exc}")
-            raise SessionEnded(self.id, "crashed", self.end_detail) from None
+            raise self._malformed(exc) from None
+        return self._stepped(reply, msg, started)
+
+    def _stepped(
+        self, reply: dict[str, Any] | SessionFault, msg: dict[str, Any], started: float
+    ) -> StepResult:
+        """The step's result from the agent's reply (or the fault that kept it from
+        starting), recorded."""
+        try:
+            step = not_started(reply) if isinstance(reply, SessionFault) else step_result(reply)
+        except (ValueError, TypeError) as exc:
+            raise self._malformed(exc) from None
         _records.write(
-            self, "session_step", command, started, {**step.to_dict(), "timeout_s": timeout}
+            self,
+            "session_step",
+            msg["command"],
+            started,
+            {**step.to_dict(), "timeout_s": msg["timeout_s"]},
         )
         return step
+
+    def _malformed(self, exc: Exception) -> SessionEnded:
+        self.end("crashed", f"malformed step reply: {exc}")
+        return SessionEnded(self.id, "crashed", self.end_detail)
 
     def write_file(self, path: str, content: str | bytes, mode: int = 0o644) -> None:
         data = content.encode() if isinstance(content, str) else content
