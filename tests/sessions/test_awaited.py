@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,14 +25,17 @@ SMALL = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64)
 
 
 class Threads:
-    """``off_loop`` for the tests: counts what went to a thread."""
+    """``off_loop`` for the tests, on a pool of its own (as the service's session pool):
+    counts what went to a thread."""
+
+    pool = ThreadPoolExecutor(8, thread_name_prefix="test-off-loop")
 
     def __init__(self) -> None:
         self.used = 0
 
     async def __call__(self, fn: Callable[[], T]) -> T:
         self.used += 1
-        return await asyncio.to_thread(fn)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
 
 
 @pytest.fixture
@@ -137,3 +141,43 @@ def test_sessions_whose_steps_go_elsewhere_are_not_awaited(runner: Runner) -> No
         assert awaitable(s)  # on a runner: no executor's turn to wait for
         assert awaited(s, "echo on-a-runner").stdout == b"on-a-runner\n"
     assert not awaitable(object.__new__(Elsewhere))
+
+
+def test_a_step_past_its_callers_step_slots_waits_on_the_callers_threads(
+    executor: LocalExecutor,
+) -> None:
+    """More awaited steps of one caller than its share of step slots: the rest wait for a
+    slot on ``off_loop``'s threads (the service's session pool), never on the event loop's
+    default pool, which batch submissions wait on; every step runs."""
+    from assay import defaults
+
+    share = max(1, (executor.slots * defaults.STEP_SLOTS_PER_SLOT + 1) // 2)
+    threads = Threads()
+    sessions = [Session(executor, limits=SMALL, caller="one") for _ in range(share + 1)]
+    try:
+
+        async def all_at_once() -> list[Any]:
+            loop = asyncio.get_running_loop()
+            default_pool_used: list[Any] = []
+            original = loop.run_in_executor
+
+            def spy(executor_: Any, fn: Any, *args: Any) -> Any:
+                if executor_ is None:
+                    default_pool_used.append(fn)
+                return original(executor_, fn, *args)
+
+            loop.run_in_executor = spy  # type: ignore[method-assign]
+            steps = [
+                exec_awaited(s, "sleep 0.3; echo ok", 30.0, None, b"", off_loop=threads)
+                for s in sessions
+            ]
+            got = list(await asyncio.gather(*steps))
+            assert default_pool_used == []
+            return got
+
+        steps = asyncio.run(all_at_once())
+        assert [step.stdout for step in steps] == [b"ok\n"] * len(sessions)
+        assert threads.used >= 1  # the one past the share waited on a session thread
+    finally:
+        for s in sessions:
+            s.close()

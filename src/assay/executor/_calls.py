@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from ..errors import ClosedError
@@ -142,16 +142,32 @@ class SlotCalls:
         caller: str = "sessions",
         estimate_s: float = 0.0,
         memory_mb: int = 0,
+        off_loop: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None,
     ) -> AsyncIterator[None]:
         """:meth:`call`'s turn, awaited on an event loop: the body runs once the call holds
         a step slot and the scheduler has let it through, with no thread waiting for it (a
         service's step then costs no hand-over to a thread and back). Waiting for a step
-        slot or for memory, when there is none free now, is done on a thread."""
+        slot or for memory, when there is none free now, is done on a thread: ``off_loop``'s
+        (the service's session threads: not the loop's default pool, which batch
+        submissions wait on), else the loop's default executor."""
         if self._closed:
             raise ClosedError("executor is closed")
         loop = asyncio.get_running_loop()
+
+        async def blocking(take: Callable[[], Any], give_back: Callable[[], None]) -> None:
+            waiting = asyncio.ensure_future(
+                off_loop(take) if off_loop is not None else loop.run_in_executor(None, take)
+            )
+            try:
+                await asyncio.shield(waiting)
+            except asyncio.CancelledError:  # the thread still takes it: give it back then
+                waiting.add_done_callback(lambda _: give_back())
+                raise
+
         if not self._step_slots.acquire(caller, blocking=False):
-            await loop.run_in_executor(None, self._step_slots.acquire, caller)
+            await blocking(
+                lambda: self._step_slots.acquire(caller), lambda: self._step_slots.release(caller)
+            )
         try:
             turn: asyncio.Future[None] = loop.create_future()
 
@@ -169,7 +185,10 @@ class SlotCalls:
             )
             await turn
             if not self._memory.acquire(memory_mb, blocking=False):
-                await loop.run_in_executor(None, self._memory.acquire, memory_mb)
+                await blocking(
+                    lambda: self._memory.acquire(memory_mb),
+                    lambda: self._memory.release(memory_mb),
+                )
             try:
                 yield
             finally:

@@ -93,6 +93,7 @@ async def _step(
                     caller=session.caller,
                     estimate_s=session._step_s,
                     memory_mb=session.limits.memory_mb,
+                    off_loop=off_loop,
                 )
                 if session._slot_call is not None and admitted is not None
                 else contextlib.nullcontext()
