@@ -106,6 +106,21 @@ def _runqueue_wait_s(tids: list[int]) -> float:
     return total / 1e9
 
 
+def _any_waiting_for_the_machine(tids: list[int]) -> bool:
+    """Whether one of the threads ``tids`` is, right now, runnable (``R``: waiting for or
+    on a CPU) or in uninterruptible sleep (``D``: waiting for the disk or for memory to be
+    reclaimed): a program the machine is slowing down, not one sleeping of its own accord."""
+    for tid in tids[:256]:
+        try:
+            with open(f"/proc/{tid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state in (b"R", b"D"):
+            return True
+    return False
+
+
 class Supervision:
     """State of one run; :meth:`wait` drives it to an :class:`ExecResult`.
 
@@ -260,9 +275,18 @@ class Supervision:
             self._waited_offset += self._waited_floor - waited
         self._waited_floor = waited
         window.add(now, cpu, waited + self._waited_offset)
-        return run_status.on_course(
+        if run_status.on_course(
             window.share(), cpu, self.req.limits.time_s, now, self.started, hard_wall
-        )
+        ):
+            return True
+        # Its pace says it sleeps; a thread that is runnable or waiting for the disk right
+        # now says the machine is what slows it (a start-up starved of CPU and I/O by a busy
+        # host read as asleep and was stopped at the backstop, time_limit with 0.15 s of its
+        # CPU used): it is asked again at the next poll, until the stretch.
+        try:
+            return _any_waiting_for_the_machine(self.cg.thread_ids())
+        except (OSError, ValueError):
+            return False
 
     def _on_program_message(self, sock: socket.socket) -> bool:
         """The program process's last words before it runs untrusted code; True at EOF."""
