@@ -3,12 +3,13 @@ bad field where there is one (errors.py's promise)."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from assay import AssayError, ClosedError, ValidationError
+from assay import AssayError, ClosedError, ValidationError, errors
 from assay.languages.cache import CompileCache
 from assay.scheduler import FairQueue, ResultCache, Task
 from assay.telemetry import MemoryWriter, query
@@ -110,3 +111,23 @@ def test_every_public_exception_is_an_assay_error_drawn_in_errors() -> None:
     assert outside == {}
     drawn = assay.errors.__doc__ or ""
     assert [c.__name__ for c in set(found.values()) if c.__name__ not in drawn] == []
+
+
+@pytest.mark.parametrize("error", [
+    errors.ValidationError("limits.cpu_s", "at most 3600"),
+    errors.SessionEnded("sid", "node_lost", "node n1 died"),
+    errors.TooManySessions("sessions", 3, 3, retry_after=2.0),
+    errors.DownloadTooLarge("a.bin", 10, 5),
+    errors.UnsupportedLanguageError("cobol", ["python"]),
+    errors.InsecureHostError(["seccomp"]),
+    errors.SessionFault("pids_limit", "no process left"),
+    errors.UnknownSession("sid"),
+    errors.SessionRefused("no such file"),
+])  # fmt: skip
+def test_an_error_crosses_processes_whole(error: AssayError) -> None:
+    """A node agent's error reaches the Ray driver pickled: same class, message and fields
+    (most constructors take several arguments, which plain exception pickling loses: it
+    calls the class again with the message alone)."""
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is type(error)
+    assert (str(again), again.args, again.__dict__) == (str(error), error.args, error.__dict__)

@@ -36,6 +36,7 @@ from .runner import Runner, run, run_async
 from .sandbox import HostReport, RunRequest, Sandbox, SandboxConfig, probe_host
 from .sessions import (
     AsyncSession,
+    ExecStep,
     Session,
     SessionEnded,
     SessionLimits,
@@ -60,6 +61,7 @@ __all__ = [
     "ConfigError",
     "EfficiencyReward",
     "ExecResult",
+    "ExecStep",
     "FractionReward",
     "HostReport",
     "ImageSpec",

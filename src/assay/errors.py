@@ -27,6 +27,8 @@ Assay's failures without catching their own bugs. Every public exception is defi
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AssayError",
     "BuildError",
@@ -51,7 +53,21 @@ __all__ = [
 
 
 class AssayError(Exception):
-    """Base class of every error Assay raises deliberately."""
+    """Base class of every error Assay raises deliberately.
+
+    An Assay error crosses processes whole (pickled by Ray from a node agent to the
+    driver, or by ``multiprocessing``): it is rebuilt from its message and attributes, not
+    by calling its constructor again with the message (most take several arguments)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[AssayError], args: tuple[Any, ...], state: dict[str, Any]) -> AssayError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class ValidationError(AssayError, ValueError):

@@ -16,7 +16,7 @@ import pytest
 from assay import LocalExecutor, Runner
 from assay.executor import RunJob
 from assay.scheduler import HIGH, LOW
-from assay.sessions import Session, SessionEnded, SessionLimits
+from assay.sessions import ExecStep, Session, SessionEnded, SessionLimits
 from assay.sessions.awaited import awaitable, exec_awaited
 from assay.telemetry import MemoryWriter
 
@@ -45,8 +45,8 @@ def executor(runner: Runner, tmp_path: Path) -> Iterator[LocalExecutor]:
 
 
 def awaited(session: Session, command: str, off_loop: Threads | None = None, **kw: Any) -> Any:
-    args = (kw.get("timeout_s", 30.0), kw.get("idle_timeout_s"), kw.get("stdin", b""))
-    return asyncio.run(exec_awaited(session, command, *args, off_loop=off_loop or Threads()))
+    step = ExecStep(command, **kw)
+    return asyncio.run(exec_awaited(session, step, off_loop=off_loop or Threads()))
 
 
 def test_an_awaited_step_is_the_step_exec_gives(executor: LocalExecutor) -> None:
@@ -87,8 +87,8 @@ def test_steps_of_one_session_wait_for_each_other(executor: LocalExecutor) -> No
     with Session(executor, limits=SMALL) as s:
 
         async def both() -> list[Any]:
-            one = exec_awaited(s, "echo 1 >> log; sleep 0.3", 30.0, None, b"", off_loop=threads)
-            two = exec_awaited(s, "echo 2 >> log; sleep 0.3", 30.0, None, b"", off_loop=threads)
+            one = exec_awaited(s, ExecStep("echo 1 >> log; sleep 0.3"), off_loop=threads)
+            two = exec_awaited(s, ExecStep("echo 2 >> log; sleep 0.3"), off_loop=threads)
             return list(await asyncio.gather(one, two))
 
         blocking = threading.Thread(target=s.exec, args=("echo 3 >> log; sleep 0.3",))
@@ -168,8 +168,7 @@ def test_a_step_past_its_callers_step_slots_waits_on_the_callers_threads(
 
             loop.run_in_executor = spy  # type: ignore[method-assign]
             steps = [
-                exec_awaited(s, "sleep 0.3; echo ok", 30.0, None, b"", off_loop=threads)
-                for s in sessions
+                exec_awaited(s, ExecStep("sleep 0.3; echo ok"), off_loop=threads) for s in sessions
             ]
             got = list(await asyncio.gather(*steps))
             assert default_pool_used == []

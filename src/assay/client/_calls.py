@@ -21,6 +21,7 @@ from ..errors import RemoteError, ValidationError
 from ..sessions import (
     CellResult,
     EpisodeRewards,
+    ExecStep,
     SessionEnded,
     SessionFault,
     SessionLimits,
@@ -183,19 +184,16 @@ def info(sid: str) -> Call:
     return Call("GET", f"/v1/sessions/{sid}", _json)
 
 
-def exec_(
-    sid: str, command: str, timeout_s: float, idle_timeout_s: float | None, stdin: str | bytes
-) -> Call:
-    data = stdin.encode() if isinstance(stdin, str) else stdin
+def exec_(sid: str, step: ExecStep) -> Call:
     body = {
-        "command": command,
-        "timeout_s": timeout_s,
-        "idle_timeout_s": idle_timeout_s,
-        "stdin": base64.b64encode(data).decode(),
+        "command": step.command,
+        "timeout_s": step.timeout_s,
+        "idle_timeout_s": step.idle_timeout_s,
+        "stdin": base64.b64encode(step.stdin).decode(),
         "stdin_encoding": "base64",
         "output_encoding": "base64",  # the exact bytes, as Session.exec gives them
     }
-    return Call("POST", f"/v1/sessions/{sid}/exec", _step, json=body, timeout=timeout_s + 30)
+    return Call("POST", f"/v1/sessions/{sid}/exec", _step, json=body, timeout=step.timeout_s + 30)
 
 
 def run_cell(sid: str, code: str, timeout_s: float) -> Call:

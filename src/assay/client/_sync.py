@@ -12,6 +12,7 @@ from .. import defaults
 from ..sessions import (
     CellResult,
     EpisodeRewards,
+    ExecStep,
     SessionEnded,
     SessionLimits,
     StepResult,
@@ -141,10 +142,13 @@ class RemoteSession:
         idle_timeout_s: float | None = None,
         stdin: str | bytes = b"",
     ) -> StepResult:
-        step: StepResult = self._send(
-            _calls.exec_(self.id, command, timeout_s, idle_timeout_s, stdin)
-        )
-        return step
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return self.step(ExecStep(command, timeout_s, idle_timeout_s, data))
+
+    def step(self, step: ExecStep) -> StepResult:
+        """``exec`` of a step already made (``Session.step``)."""
+        result: StepResult = self._send(_calls.exec_(self.id, step))
+        return result
 
     def run_cell(self, code: str, timeout_s: float = STEP_TIMEOUT_S) -> CellResult:
         cell: CellResult = self._send(_calls.run_cell(self.id, code, timeout_s))

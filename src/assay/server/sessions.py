@@ -10,17 +10,15 @@ sessions' memory limits ``ASSAY_SERVER_SESSION_MEMORY_MB``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 from starlette.types import Scope, Send
 
@@ -33,7 +31,6 @@ from ..sessions import (
     Session,
     SessionEnded,
     SessionFault,
-    SessionLimits,
     SessionManager,
     SessionRefused,
 )
@@ -41,85 +38,26 @@ from ..sessions.awaited import awaitable, exec_awaited
 from ..sessions.verify import attach, limits_for
 from ..tasks import AgentTask
 from ..tasks.workspace import workspace_tar
-from ..types import OutputEncoding, encode_output
+from ..types import encode_output
 from . import _convert
 from ._callers import callers_of
 from ._service import PRIORITIES, Service, Svc, Who, caller_of
-from .models import Priority, ProcessOutput
+from ._session_models import (
+    CellRequest,
+    CreateRequest,
+    ExecRequest,
+    ExecResponse,
+    SessionLimitsModel,
+    VerifyRequest,
+    exec_step,
+    session_limits,
+)
 from .settings import Settings
 from .tenants import SCOPE_KEY, Tenant
 
 T = TypeVar("T")
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 _lock = threading.Lock()
-
-
-_DEFAULT = SessionLimits()
-
-
-class SessionLimitsModel(BaseModel):
-    """A session's limits (``SessionLimits``, whose defaults these are; it checks them)."""
-
-    model_config = ConfigDict(extra="forbid")
-    cpu_s: float = Field(default=_DEFAULT.cpu_s, description="CPU seconds of the whole session")
-    memory_mb: int = Field(default=_DEFAULT.memory_mb, description="memory of all its processes")
-    processes: int = Field(default=_DEFAULT.processes, description="processes at any moment")
-    disk_mb: int = Field(default=_DEFAULT.disk_mb, description="size of /work and /tmp")
-    output_bytes: int = Field(default=_DEFAULT.output_bytes, description="cap per stream per step")
-    step_cpu_s: float | None = Field(default=None, description="CPU seconds of each step's process")
-    step_memory_mb: int | None = Field(default=None, description="data MiB of each step's process")
-
-
-class CreateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
-    limits: SessionLimitsModel | None = None
-    ttl_s: float = defaults.SESSION_TTL_S
-    idle_ttl_s: float = defaults.SESSION_IDLE_TTL_S
-    priority: Priority = Field(
-        "normal", description="scheduling class of the session's steps against batch jobs"
-    )
-    caller: str = Field(
-        "sessions",
-        min_length=1,
-        max_length=200,
-        description="fair-share group of its steps (ignored with API tokens: the tenant is)",
-    )
-    task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
-    gated: bool = False
-    image: str | None = Field(
-        None, description="task image (id or name, `assay image list`); unknown: 422"
-    )
-    episode_id: str | None = Field(
-        None, min_length=1, max_length=200, description="the episode its records belong to"
-    )
-    loopback: bool = Field(
-        True, description="127.0.0.1 inside the session (its own network namespace) works"
-    )
-
-
-class VerifyRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    diagnosis: dict[str, Any] | None = None
-
-
-class ExecRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    command: str
-    idle_timeout_s: float | None = None
-    stdin: str = ""
-    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
-    output_encoding: OutputEncoding = Field(
-        "utf-8", description="stdout/stderr in the answer: utf-8 (lossy) or base64 (exact bytes)"
-    )
-    stdin_encoding: OutputEncoding = Field(
-        "utf-8", description="how `stdin` is given: utf-8 text or base64 (any bytes)"
-    )
-
-
-class ExecResponse(ProcessOutput):
-    timed_out: bool
-    reason: str | None
 
 
 def manager(app: FastAPI, executor: object) -> SessionManager:
@@ -174,16 +112,23 @@ async def call_off_loop(fn: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_POOL, functools.partial(fn, *args))
 
 
-async def _on(m: SessionManager, who: Tenant, session_id: str, fn: str, *args: Any) -> Any:
-    """Call ``fn`` of ``who``'s session ``session_id`` off the event loop, within its
-    caller's share of the pool (``_callers``); errors become answers (another tenant's
-    session is unknown: 404)."""
+async def _on(
+    m: SessionManager,
+    who: Tenant,
+    session_id: str,
+    call: Callable[[Session], T],
+    awaited: Callable[[Session], Awaitable[T]] | None = None,
+) -> T | JSONResponse:
+    """``call(session)`` on ``who``'s session ``session_id``, off the event loop, within its
+    caller's share of the pool (``_callers``), or ``awaited(session)`` on the loop where the
+    session can be awaited (``sessions.awaited``: no thread per step); errors become answers
+    (another tenant's session is unknown: 404)."""
     try:
         session = m.get(session_id, who.owner)
         async with callers_of(m).calls.hold(session.caller):
-            if fn == "exec" and awaitable(session):  # no thread per step (sessions.awaited)
-                return await exec_awaited(session, *args, off_loop=call_off_loop)
-            return await call_off_loop(getattr(session, fn), *args)
+            if awaited is not None and awaitable(session):
+                return await awaited(session)
+            return await call_off_loop(call, session)
     except SessionEnded as exc:
         return _gone(exc)
     except UnknownSession as exc:
@@ -201,7 +146,7 @@ async def create(
     """A new session: ``/work`` seeded from ``files``; ``limits`` hold for the whole session.
     It is the tenant's: its id answers 404 to every other (but an admin)."""
     files = _convert.files(body.files, svc.settings)
-    limits = _limits(body.limits or SessionLimitsModel(), svc.settings)
+    limits = session_limits(body.limits or SessionLimitsModel(), svc.settings)
     task = _task(body.task)
     if task is not None and files:
         raise ValidationError("files", "give files or a task, not both")
@@ -234,28 +179,6 @@ async def create(
     return session.info()
 
 
-def _limits(model: SessionLimitsModel, settings: Settings) -> SessionLimits:
-    """A session's limits, each within the service's caps like the run API's (422 naming
-    the field): a session cannot ask for what ``/v1/run`` would refuse."""
-    caps: dict[str, float] = {
-        "cpu_s": settings.max_session_cpu_s,
-        "memory_mb": settings.max_memory_mb,
-        "processes": settings.max_processes,
-        "disk_mb": settings.max_session_disk_mb,
-        "output_bytes": settings.max_output_bytes,
-        "step_cpu_s": min(model.cpu_s, settings.max_session_cpu_s),
-        "step_memory_mb": settings.max_memory_mb,
-    }
-    for name, cap in caps.items():
-        value = getattr(model, name)
-        if isinstance(value, int | float) and value > cap:
-            raise ValidationError(f"limits.{name}", f"at most {cap:g}, got {value:g}")
-    try:
-        return SessionLimits(**model.model_dump())
-    except TypeError as exc:
-        raise ValidationError("limits", str(exc)) from None
-
-
 def _task(row: dict[str, Any] | None) -> AgentTask | None:
     """A task from a request: files or archive only (a ``repo`` path would read the
     service's own disk)."""
@@ -273,14 +196,14 @@ def _task(row: dict[str, Any] | None) -> AgentTask | None:
 async def verify(session_id: str, body: VerifyRequest, m: Manager, who: Who) -> Any:
     """Run the session's hidden tests on a snapshot of its workspace: ``{passed, total,
     verdict, newly_passing, newly_failing, protected_edits, step_reward, reward, ...}``."""
-    result = await _on(m, who, session_id, "verify", body.diagnosis)
+    result = await _on(m, who, session_id, lambda s: s.verify(body.diagnosis))
     return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
 @router.get("/{session_id}/rewards")
 async def rewards(session_id: str, m: Manager, who: Who) -> Any:
     """The episode's final reward and its step rewards (gated ones paid or zeroed)."""
-    result = await _on(m, who, session_id, "episode_rewards")
+    result = await _on(m, who, session_id, lambda s: s.episode_rewards())
     return result if isinstance(result, JSONResponse) else result.to_dict()
 
 
@@ -298,7 +221,7 @@ async def info(session_id: str, m: Manager, who: Who) -> Any:
 @router.delete("/{session_id}", status_code=204, response_class=Response, response_model=None)
 async def close(session_id: str, m: Manager, who: Who) -> Any:
     """End the session: its processes, files, mounts and cgroup are gone when this answers."""
-    answer = await _on(m, who, session_id, "close")
+    answer = await _on(m, who, session_id, lambda s: s.close())
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
 
 
@@ -312,23 +235,19 @@ async def _step(
     m: SessionManager, who: Tenant, session_id: str, body: ExecRequest, settings: Settings
 ) -> JSONResponse:
     """The exec route's answer (the route's and :func:`exec_fast`'s one implementation)."""
-    if body.stdin_encoding == "base64":
-        try:
-            stdin = base64.b64decode(body.stdin, validate=True)
-        except ValueError:
-            raise ValidationError("stdin", "not base64 (stdin_encoding is base64)") from None
-        if len(stdin) > settings.max_stdin_bytes:
-            raise ValidationError("stdin", f"more than {settings.max_stdin_bytes} bytes")
-    else:
-        stdin = _convert.stdin(body.stdin, settings)
-    step = await _on(
-        m, who, session_id, "exec", body.command, body.timeout_s, body.idle_timeout_s, stdin
+    step = exec_step(body, settings)
+    result = await _on(
+        m,
+        who,
+        session_id,
+        lambda s: s.step(step),
+        lambda s: exec_awaited(s, step, off_loop=call_off_loop),
     )
-    if isinstance(step, JSONResponse):
-        return step
-    out = step.to_dict()
-    out["stdout"] = encode_output(step.stdout, body.output_encoding)
-    out["stderr"] = encode_output(step.stderr, body.output_encoding)
+    if isinstance(result, JSONResponse):
+        return result
+    out = result.to_dict()
+    out["stdout"] = encode_output(result.stdout, body.output_encoding)
+    out["stderr"] = encode_output(result.stderr, body.output_encoding)
     out["output_encoding"] = body.output_encoding
     # Already the ExecResponse shape (the model documents it): answered as it is, without
     # FastAPI validating it through the model again on every step.
@@ -397,7 +316,7 @@ async def fork(session_id: str, m: Manager, who: Who) -> Any:
 @router.get("/{session_id}/files")
 async def list_files(session_id: str, m: Manager, who: Who, dir: str = Query(".")) -> Any:
     """The entries of directory ``dir`` of the workspace."""
-    entries = await _on(m, who, session_id, "list_files", dir)
+    entries = await _on(m, who, session_id, lambda s: s.list_files(dir))
     return entries if isinstance(entries, JSONResponse) else {"entries": entries}
 
 
@@ -407,7 +326,7 @@ async def list_files(session_id: str, m: Manager, who: Who, dir: str = Query("."
 async def put_file(session_id: str, path: str, request: Request, m: Manager, who: Who) -> Any:
     """Write the raw request body to ``path`` (directories are made as needed)."""
     data = await request.body()
-    answer = await _on(m, who, session_id, "write_file", path, data)
+    answer = await _on(m, who, session_id, lambda s: s.write_file(path, data))
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
 
 
@@ -416,7 +335,7 @@ async def get_file(session_id: str, path: str, svc: Svc, m: Manager, who: Who) -
     """The raw bytes of ``path``, streamed (413 past the download cap)."""
     cap = svc.settings.max_download_bytes
     media = "application/octet-stream"
-    return await _download(m, who, session_id, media, "open_file", path, cap)
+    return await _download(m, who, session_id, media, "path", lambda s: s.open_file(path, cap))
 
 
 @router.get("/{session_id}/tar")
@@ -432,24 +351,29 @@ async def get_tar(
     than the download cap)."""
     kind = "application/gzip" if gzip else "application/x-tar"
     cap = svc.settings.max_download_bytes
-    return await _download(m, who, session_id, kind, "open_tar", dir, gzip, cap)
+    return await _download(m, who, session_id, kind, "dir", lambda s: s.open_tar(dir, gzip, cap))
 
 
 async def _download(
-    m: SessionManager, who: Tenant, session_id: str, media: str, fn: str, *args: Any
+    m: SessionManager,
+    who: Tenant,
+    session_id: str,
+    media: str,
+    field: str,
+    opened: Callable[[Session], Download],
 ) -> Any:
     """A download as a streamed response: chunks of a pipe the agent writes into, so the
-    service holds one chunk of it at a time, whatever its size (issue 26)."""
+    service holds one chunk of it at a time, whatever its size (issue 26). ``field`` names
+    the request's argument a download too large is blamed on."""
     try:
-        download: Download = await _on(m, who, session_id, fn, *args)
+        download = await _on(m, who, session_id, opened)
     except DownloadTooLarge as exc:
-        field = "dir" if fn == "open_tar" else "path"
         return JSONResponse({"field": field, "message": f"{field}: {exc}", "limit": exc.limit}, 413)
     except DownloadFailed as exc:
         return JSONResponse({"field": "session", "message": f"session: {exc}"}, 500)
     if isinstance(download, JSONResponse):
         return download
-    headers = {"Content-Length": str(download.size)} if fn == "open_file" else {}
+    headers = {"Content-Length": str(download.size)} if field == "path" else {}
     return StreamingResponse(_chunks(download), media_type=media, headers=headers)
 
 
@@ -471,21 +395,15 @@ async def _chunks(download: Download) -> AsyncIterator[bytes]:
 )
 async def delete_file(session_id: str, path: str, m: Manager, who: Who) -> Any:
     """Delete a file or a directory tree."""
-    answer = await _on(m, who, session_id, "delete_file", path)
+    answer = await _on(m, who, session_id, lambda s: s.delete_file(path))
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)
-
-
-class CellRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    code: str
-    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
 
 
 @router.post("/{session_id}/cell")
 async def run_cell(session_id: str, body: CellRequest, m: Manager, who: Who) -> Any:
     """One notebook cell in the session's persistent Python interpreter: ``{status, stdout,
     stderr, display, error, restarted, detail}`` (``status`` ``died``: ``detail`` says how)."""
-    cell = await _on(m, who, session_id, "run_cell", body.code, body.timeout_s)
+    cell = await _on(m, who, session_id, lambda s: s.run_cell(body.code, body.timeout_s))
     return cell if isinstance(cell, JSONResponse) else cell.to_dict()
 
 
@@ -495,5 +413,5 @@ async def put_tar(
 ) -> Any:
     """Unpack the tar in the request body (regular files and directories) into ``dir``."""
     data = await request.body()
-    answer = await _on(m, who, session_id, "upload_tar", data, dir)
+    answer = await _on(m, who, session_id, lambda s: s.upload_tar(data, dir))
     return answer if isinstance(answer, JSONResponse) else Response(status_code=204)

@@ -14,7 +14,7 @@ from .asyncio import AsyncSession
 from .manager import SessionManager
 from .session import Session
 from .step_reward import RewardWeights
-from .types import CellResult, SessionLike, SessionLimits, StepResult
+from .types import CellResult, ExecStep, SessionLike, SessionLimits, StepResult
 from .verify import EpisodeRewards, VerifyResult
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "DownloadFailed",
     "DownloadTooLarge",
     "EpisodeRewards",
+    "ExecStep",
     "RewardWeights",
     "Session",
     "SessionEnded",

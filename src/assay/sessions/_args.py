@@ -5,27 +5,17 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ValidationError
+from .types import MAX_TTL_S, ExecStep, SessionLimits, check_time
 
-if TYPE_CHECKING:
-    from .types import SessionLimits
+__all__ = ["MAX_TTL_S", "check_time", "exec_message", "step_cost", "user_files", "work_path"]
 
 #: The agent's own start-up files in /work (it removes them once loaded).
 AGENT = ".assay_agent.py"
 AGENT_PYC = ".assay_agent.pyc"
 KERNEL = ".assay_kernel.py"
-#: A session's longest TTL, and the longest wall limit of a run (``Limits.wall_s``).
-MAX_TTL_S = 4 * 3600.0
-
-
-def check_time(field: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValidationError(field, f"must be a number, got {value!r}")
-    if not 0 < value <= MAX_TTL_S:
-        raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
-    return float(value)
 
 
 def step_cost(cpu_s: object, wall_s: float) -> float:
@@ -71,32 +61,16 @@ def work_path(path: str, allow_root: bool = False) -> str:
     return norm
 
 
-def exec_message(
-    limits: SessionLimits,
-    command: str,
-    timeout_s: float,
-    idle_timeout_s: float | None,
-    stdin: str | bytes,
-) -> tuple[dict[str, Any], float]:
-    """The agent's exec request for a session of ``limits`` (arguments checked) and the
-    step's timeout."""
-    if not isinstance(command, str) or not command.strip():
-        raise ValidationError("command", "must be a non-empty string")
-    if len(command) > 100_000:
-        raise ValidationError("command", "at most 100,000 characters")
-    timeout = check_time("timeout_s", timeout_s)
-    idle = None if idle_timeout_s is None else check_time("idle_timeout_s", idle_timeout_s)
-    data = stdin.encode() if isinstance(stdin, str) else stdin
-    if not isinstance(data, bytes):
-        raise ValidationError("stdin", "must be str or bytes")
-    msg = {
+def exec_message(limits: SessionLimits, step: ExecStep) -> dict[str, Any]:
+    """The agent's request for ``step`` in a session of ``limits`` (the per-step limits
+    travel with it: the agent applies them to the step's processes)."""
+    return {
         "op": "exec",
-        "command": command,
-        "timeout_s": timeout,
-        "idle_timeout_s": idle,
+        "command": step.command,
+        "timeout_s": step.timeout_s,
+        "idle_timeout_s": step.idle_timeout_s,
         "output_bytes": limits.output_bytes,
         "cpu_s": limits.step_cpu_s,
         "memory_mb": limits.step_memory_mb,
-        "stdin": base64.b64encode(data).decode(),
+        "stdin": base64.b64encode(step.stdin).decode(),
     }
-    return msg, timeout

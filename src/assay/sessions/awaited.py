@@ -26,7 +26,7 @@ from ._channel import ChannelBroken
 
 if TYPE_CHECKING:
     from .session import Session
-    from .types import StepResult
+    from .types import ExecStep, StepResult
 
 __all__ = ["OffLoop", "awaitable", "exec_awaited"]
 
@@ -34,9 +34,9 @@ T = TypeVar("T")
 #: Runs a blocking function on a thread and awaits its result.
 OffLoop = Callable[[Callable[[], T]], Awaitable[T]]
 
-#: A request up to this size goes out from the event loop (a socket buffer takes it at
-#: once); a larger stdin is sent from a thread.
-_SMALL = 64 << 10
+#: A step whose stdin is up to this size goes out from the event loop (its request, the
+#: stdin in base64, fits a socket buffer at once); a larger stdin is sent from a thread.
+_SMALL = 48 << 10
 
 
 def awaitable(session: object) -> bool:
@@ -50,28 +50,18 @@ def awaitable(session: object) -> bool:
     return session._slot_call is None or callable(getattr(source, "admitted", None))
 
 
-async def exec_awaited(
-    session: Session,
-    command: str,
-    timeout_s: float,
-    idle_timeout_s: float | None,
-    stdin: str | bytes,
-    *,
-    off_loop: OffLoop[Any],
-) -> StepResult:
-    """``session.exec(command, ...)``, awaited (see the module's docstring)."""
-    msg, timeout = exec_message(session.limits, command, timeout_s, idle_timeout_s, stdin)
-    if len(msg["stdin"]) > _SMALL:
-        step: StepResult = await off_loop(
-            lambda: session.exec(command, timeout_s, idle_timeout_s, stdin)
-        )
-        return step
+async def exec_awaited(session: Session, step: ExecStep, *, off_loop: OffLoop[Any]) -> StepResult:
+    """``session.step(step)``, awaited (see the module's docstring)."""
+    if len(step.stdin) > _SMALL:
+        result: StepResult = await off_loop(lambda: session.step(step))
+        return result
     from .session import REPLY_GRACE_S
 
+    msg = exec_message(session.limits, step)
     started = time.time()
     reply: dict[str, Any] | SessionFault
     try:
-        reply = await _step(session, msg, timeout + REPLY_GRACE_S, off_loop)
+        reply = await _step(session, msg, step.timeout_s + REPLY_GRACE_S, off_loop)
     except SessionFault as fault:
         reply = fault
     except (ValueError, TypeError) as exc:

@@ -33,7 +33,7 @@ from ._fork import fork_via_pipe
 from ._replies import cell_result, not_started, refusal, step_result
 from ._request import agent_request
 from ._source import executor_of
-from .types import CellResult, SessionLimits, StepResult
+from .types import CellResult, ExecStep, SessionLimits, StepResult
 
 if TYPE_CHECKING:
     from ..tasks import AgentTask
@@ -355,11 +355,17 @@ class Session:
         A step the session cannot start answers with ``reason`` ``pids_limit`` (the session
         then ends with that reason) or ``cannot_start``, and why on stderr.
         """
-        msg, timeout = exec_message(self.limits, command, timeout_s, idle_timeout_s, stdin)
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        return self.step(ExecStep(command, timeout_s, idle_timeout_s, data))
+
+    def step(self, step: ExecStep) -> StepResult:
+        """``exec`` of a step already made (and so checked): the one door every caller of a
+        shell step goes through (the HTTP route, a Ray node's agent, ``exec``)."""
+        msg = exec_message(self.limits, step)
         started = time.time()
         reply: dict[str, Any] | SessionFault
         try:
-            reply, _ = self._step(msg, timeout + REPLY_GRACE_S)
+            reply, _ = self._step(msg, step.timeout_s + REPLY_GRACE_S)
         except SessionFault as fault:
             reply = fault
         except (ValueError, TypeError) as exc:

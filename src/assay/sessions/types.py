@@ -24,6 +24,18 @@ STEP_REASONS: tuple[str, ...] = get_args(StepReason)
 MAX_CPU_S = defaults.SESSION_MAX_CPU_S
 
 
+#: A session's longest TTL, and the longest wall limit of a run (``Limits.wall_s``).
+MAX_TTL_S = 4 * 3600.0
+
+
+def check_time(field: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(field, f"must be a number, got {value!r}")
+    if not 0 < value <= MAX_TTL_S:
+        raise ValidationError(field, f"must be in (0, {MAX_TTL_S:.0f}] seconds, got {value!r}")
+    return float(value)
+
+
 def _positive(field: str, value: float | None, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
@@ -82,6 +94,37 @@ class SessionLimits:
         return asdict(self)
 
 
+#: The longest command a step takes (it travels as one line of JSON to the agent).
+MAX_COMMAND_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ExecStep:
+    """One shell step, checked once where it is made (``Session.exec``, the HTTP route):
+    every layer after that (``Session.step``, the awaited path, a Ray node's agent) takes
+    it as it is. ``stdin`` is bytes; ``timeout_s`` / ``idle_timeout_s`` are seconds within
+    a session's longest life (``idle_timeout_s`` None: no idle limit)."""
+
+    command: str
+    timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S
+    idle_timeout_s: float | None = None
+    stdin: bytes = b""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.command, str) or not self.command.strip():
+            raise ValidationError("command", "must be a non-empty string")
+        if len(self.command) > MAX_COMMAND_CHARS:
+            raise ValidationError("command", f"at most {MAX_COMMAND_CHARS:,} characters")
+        object.__setattr__(self, "timeout_s", check_time("timeout_s", self.timeout_s))
+        if self.idle_timeout_s is not None:
+            idle = check_time("idle_timeout_s", self.idle_timeout_s)
+            object.__setattr__(self, "idle_timeout_s", idle)
+        stdin = self.stdin.encode() if isinstance(self.stdin, str) else self.stdin
+        if not isinstance(stdin, bytes):
+            raise ValidationError("stdin", "must be str or bytes")
+        object.__setattr__(self, "stdin", stdin)
+
+
 @dataclass(frozen=True, slots=True)
 class StepResult:
     """One ``exec`` step. ``cpu_s`` and ``peak_memory_bytes`` are the step's shell and the
@@ -125,6 +168,8 @@ class SessionLike(Protocol):
         idle_timeout_s: float | None = None,
         stdin: str | bytes = b"",
     ) -> StepResult: ...
+
+    def step(self, step: ExecStep) -> StepResult: ...
 
     def run_cell(self, code: str, timeout_s: float = ...) -> CellResult: ...
 

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from assay import Session, SessionManager
+from assay.errors import ValidationError
 from assay.executor.ray import RayExecutor, _sessions
 from assay.executor.ray._agent import SESSION_METHODS, SESSION_STEPS
 from assay.executor.ray._sessions import RemoteSession
 from assay.scheduler import RuntimeEstimator
-from assay.sessions import AsyncSession, SessionEnded, SessionRefused
+from assay.sessions import AsyncSession, ExecStep, SessionEnded, SessionRefused
 from assay.tasks import AgentTask
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.timeout(600)]
@@ -30,9 +31,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray"), pytest.mark.time
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]]]:
     calls: list[tuple[str, tuple[Any, ...]]] = []
 
-    def agent(node: object, method: str, *args: Any) -> tuple[Any, ...]:
+    def agent(node: object, method: str, *args: Any) -> Any:
         calls.append((method, args))
-        return ("ok", f"answer {len(calls)}")
+        return f"answer {len(calls)}"
 
     monkeypatch.setattr(_sessions, "_call", agent)
     return calls
@@ -45,7 +46,7 @@ def _session() -> RemoteSession:
 
 
 def test_every_forwarded_method_has_the_session_signature_and_docs() -> None:
-    assert SESSION_STEPS < SESSION_METHODS
+    assert SESSION_STEPS < SESSION_METHODS and "exec" not in SESSION_METHODS  # typed: step
     for name in SESSION_METHODS:
         forward, local = getattr(RemoteSession, name), getattr(Session, name)
         assert forward is not local, name
@@ -59,7 +60,7 @@ def test_a_step_goes_to_the_node_with_its_arguments_and_counts(sent: list[Any]) 
     assert s.run_cell("x = 1") == "answer 2"
     assert s.read_file("a.txt") == "answer 3"
     assert sent == [
-        ("session_call", ("sid", "exec", ("ls",), {"idle_timeout_s": 2.0})),
+        ("session_step", ("sid", ExecStep("ls", idle_timeout_s=2.0))),
         ("session_call", ("sid", "run_cell", ("x = 1",), {})),
         ("session_call", ("sid", "read_file", ("a.txt",), {})),
     ]
@@ -70,6 +71,8 @@ def test_a_wrong_argument_fails_on_the_driver_without_a_call(sent: list[Any]) ->
     s = _session()
     with pytest.raises(TypeError):
         s.exec(comand="ls")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="timeout_s"):
+        s.exec("ls", timeout_s=-1)
     with pytest.raises(TypeError):
         s.write_file("a.txt")  # type: ignore[call-arg]
     assert sent == [] and s.steps == 0

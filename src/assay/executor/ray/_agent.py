@@ -35,7 +35,7 @@ from ._wire import Item, ProblemCache, Result, encode_execution
 
 if TYPE_CHECKING:
     from ...sandbox import RunRequest
-    from ...sessions import Session
+    from ...sessions import ExecStep, Session, StepResult
     from ...types import ExecResult
 
 log = logging.getLogger("assay.executor.ray")
@@ -45,9 +45,10 @@ log = logging.getLogger("assay.executor.ray")
 #: it on one node wait for one to finish.
 SESSIONS = "sessions"
 SESSION_CALLS = 64
-#: What the driver may call on a session held here: ``RemoteSession`` forwards each of these
+#: What the driver may call on a session held here besides a shell step (which has its own
+#: typed call, :meth:`NodeAgent.session_step`): ``RemoteSession`` forwards each of these
 #: ``Session`` methods, and counts the steps among them as steps.
-SESSION_STEPS = frozenset({"exec", "run_cell"})
+SESSION_STEPS = frozenset({"run_cell"})
 SESSION_METHODS = SESSION_STEPS | {
     "write_file", "read_file", "list_files", "delete_file", "download_tar", "upload_tar", "ping",
 }  # fmt: skip
@@ -88,22 +89,6 @@ def claim_uid_block() -> tuple[int, int, int]:
     raise ConfigError(
         f"more than {MAX_AGENTS_PER_HOST} Assay node agents on host {socket.gethostname()}"
     )
-
-
-def _answer(fn: Callable[[], Any]) -> tuple[Any, ...]:
-    """``("ok", value)``, or the error in plain values (exceptions whose constructors take
-    several arguments do not survive pickling): ``("ended", reason, detail)``,
-    ``("invalid", field, message)`` or ``("error", type name, message)``."""
-    from ...sessions import SessionEnded
-
-    try:
-        return ("ok", fn())
-    except SessionEnded as exc:
-        return ("ended", exc.reason, exc.detail)
-    except ValidationError as exc:
-        return ("invalid", exc.field, exc.message)
-    except Exception as exc:
-        return ("error", type(exc).__name__, str(exc)[:2000])
 
 
 class NodeAgent:
@@ -241,60 +226,60 @@ class NodeAgent:
             return found
         raise SessionEnded(session_id, "node_lost", f"node agent {self.name} does not hold it")
 
-    def session_open(self, files: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    # Each call below answers with its value or raises (an Assay error reaches the driver
+    # whole: ``errors.AssayError`` pickles; Ray hands it over as the cause of its own).
+    def session_open(self, files: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
         """Open a session on this node: its attributes, for the driver's proxy."""
         from ...sessions import Session
 
-        return _answer(lambda: self._hold(Session(self._session_runner(), files, **kwargs)))
+        return self._hold(Session(self._session_runner(), files, **kwargs))
+
+    def session_step(self, session_id: str, step: ExecStep) -> StepResult:
+        """One shell step of a session held here."""
+        return self._session(session_id).step(step)
 
     def session_call(
         self, session_id: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[Any, ...]:
+    ) -> Any:
+        """One of the session's other calls (``SESSION_METHODS``: files, cells, ping)."""
         if method not in SESSION_METHODS:
-            return ("invalid", "method", f"no session method {method!r}")
-        return _answer(lambda: getattr(self._session(session_id), method)(*args, **kwargs))
+            raise ValidationError("method", f"no session method {method!r}")
+        return getattr(self._session(session_id), method)(*args, **kwargs)
 
-    def session_fork(self, session_id: str, child_id: str | None) -> tuple[Any, ...]:
+    def session_fork(self, session_id: str, child_id: str | None) -> dict[str, Any]:
         """Fork a session held here; the child is held here too (same node)."""
-        return _answer(lambda: self._hold(self._session(session_id).fork(child_id)))
+        return self._hold(self._session(session_id).fork(child_id))
 
-    def session_end(self, session_id: str, reason: str, detail: str) -> tuple[Any, ...]:
+    def session_end(self, session_id: str, reason: str, detail: str) -> ExecResult | None:
         """End a session; answers once its sandbox is gone, with the run's result."""
+        session = self._session(session_id)
+        session.end(reason, detail)
+        return session.result
 
-        def end() -> ExecResult | None:
-            session = self._session(session_id)
-            session.end(reason, detail)
-            return session.result
-
-        return _answer(end)
-
-    def session_execute(self, request: RunRequest, pipe: bool) -> tuple[Any, ...]:
+    def session_execute(self, request: RunRequest, pipe: bool) -> tuple[ExecResult, bytes]:
         """One sandbox run on this node (a session's verification runs its tests here):
         ``(result, bytes)``. An fd cannot cross machines, so with ``pipe`` the run gets a
         pipe of this process as its fd 3, and what it wrote there comes back as the bytes."""
         import dataclasses
 
-        def run() -> tuple[ExecResult, bytes]:
-            if not pipe:
-                return self._session_runner().execute(request), b""
-            read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
-            chunks: list[bytes] = []
+        if not pipe:
+            return self._session_runner().execute(request), b""
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        chunks: list[bytes] = []
 
-            def drain() -> None:
-                while chunk := os.read(read_fd, 1 << 16):
-                    chunks.append(chunk)
+        def drain() -> None:
+            while chunk := os.read(read_fd, 1 << 16):
+                chunks.append(chunk)
 
-            reader = threading.Thread(target=drain, daemon=True)
-            reader.start()
-            try:
-                piped = dataclasses.replace(request, pass_fds=(write_fd,))  # execute closes it
-                result = self._session_runner().execute(piped)
-            finally:
-                reader.join()
-                os.close(read_fd)
-            return result, b"".join(chunks)
-
-        return _answer(run)
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        try:
+            piped = dataclasses.replace(request, pass_fds=(write_fd,))  # execute closes it
+            result = self._session_runner().execute(piped)
+        finally:
+            reader.join()
+            os.close(read_fd)
+        return result, b"".join(chunks)
 
     # -- slots ------------------------------------------------------------------------------
     def _work(self, name: str) -> None:

@@ -28,11 +28,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
 from ... import defaults
-from ...errors import SandboxError, SessionEnded, SessionRefused, ValidationError
+from ...errors import AssayError, SandboxError, SessionEnded
 from ...sandbox import RunRequest
 from ...sessions import Download, DownloadTooLarge, _reaper
 from ...sessions._download import Chunks
 from ...sessions.session import Session
+from ...sessions.types import ExecStep, StepResult
 from ...sessions.verify import inherit
 from ...types import ExecResult
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
@@ -44,38 +45,40 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _call(node: Node, method: str, *args: Any) -> tuple[Any, ...]:
-    """One call on ``node``'s agent, in its sessions group; ``("lost", detail)`` if the agent
-    or its node is dead (Ray says so, or the executor already declared the node dead). Raises :class:`SandboxError` if the node does not answer for now."""
+class _Lost(Exception):
+    """The node holding a session is gone: Ray says its agent or node died, or the
+    executor's membership already declared it dead (the session ends ``node_lost``)."""
+
+
+def _call(node: Node, method: str, *args: Any) -> Any:
+    """One call on ``node``'s agent, in its sessions group: its value, or the error it
+    raised (an Assay error as it is; another as :class:`SandboxError`). Raises
+    :class:`_Lost` if the agent or its node is dead, :class:`SandboxError` if the node does
+    not answer for now."""
     import ray
-    from ray.exceptions import ActorUnavailableError, NodeDiedError, ObjectLostError, RayActorError
+    from ray.exceptions import (
+        ActorUnavailableError,
+        NodeDiedError,
+        ObjectLostError,
+        RayActorError,
+        RayTaskError,
+    )
 
     if not node.alive:  # the executor's membership declared the node dead
-        return ("lost", f"node {node.name} left the cluster")
+        raise _Lost(f"node {node.name} left the cluster")
     remote = getattr(node.handle, method).options(concurrency_group=SESSIONS)
     try:
-        answer: tuple[Any, ...] = ray.get(remote.remote(*args))
+        return ray.get(remote.remote(*args))
+    except RayTaskError as exc:  # the call ran and raised: its own error
+        cause = exc.cause
+        if isinstance(cause, AssayError):
+            raise cause from None
+        raise SandboxError(f"{type(cause).__name__}: {cause}"[:2000]) from None
     except ActorUnavailableError as exc:  # not dead (yet): the call may have run, or not
         raise SandboxError(f"node {node.name} did not answer: {exc}") from None
     except (RayActorError, NodeDiedError, ObjectLostError) as exc:
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        return ("lost", f"node {node.name} died: {type(exc).__name__} {first}".strip())
-    return answer
-
-
-def _value(answer: tuple[Any, ...]) -> Any:
-    """The value of an agent's answer, or its error raised (``ended``/``lost`` are the
-    caller's to handle first)."""
-    kind = answer[0]
-    if kind == "ok":
-        return answer[1]
-    if kind == "invalid":
-        raise ValidationError(answer[1], answer[2])
-    if kind == "error" and answer[1] == "SessionRefused":
-        raise SessionRefused(answer[2])
-    if kind == "error":
-        raise SandboxError(f"{answer[1]}: {answer[2]}")
-    raise SandboxError(f"unexpected answer from a node agent: {answer!r}"[:500])
+        raise _Lost(f"node {node.name} died: {type(exc).__name__} {first}".strip()) from None
 
 
 def _forwarded(method: Callable[P, R], step: bool = False) -> Callable[P, R]:
@@ -90,7 +93,7 @@ def _forwarded(method: Callable[P, R], step: bool = False) -> Callable[P, R]:
         self, *rest = args
         assert isinstance(self, RemoteSession)
         call = self._remote_step if step else self._remote
-        result: R = call(name, *rest, **kwargs)
+        result: R = call("session_call", self.id, name, tuple(rest), kwargs)
         return result
 
     return forward
@@ -107,12 +110,15 @@ class RemoteSession(Session):
         self, source: Any, files: Mapping[str, str | bytes] | None = None, **kwargs: Any
     ) -> None:
         node = source._session_node()
-        answer = _call(node, "session_open", files, kwargs)
-        if answer[0] == "lost":
-            raise SandboxError(f"session not opened: {answer[1]}")
-        if answer[0] == "ended":
-            raise SandboxError(f"session did not start: {answer[1]} {answer[2]}".strip())
-        self._bind(source, node, _value(answer))
+        try:
+            attrs = _call(node, "session_open", files, kwargs)
+        except _Lost as exc:
+            raise SandboxError(f"session not opened: {exc}") from None
+        except SessionEnded as exc:
+            raise SandboxError(
+                f"session did not start: {exc.reason} {exc.detail}".strip()
+            ) from None
+        self._bind(source, node, attrs)
 
     def _bind(self, source: Any, node: Node, attrs: dict[str, Any]) -> None:
         self.source, self.node = source, node
@@ -145,12 +151,15 @@ class RemoteSession(Session):
                 fn(self)
         return True
 
-    def _ended(self, answer: tuple[Any, ...]) -> SessionEnded:
-        """End here as the agent's answer says (``lost``: ``node_lost``)."""
-        if answer[0] == "lost":
-            self._end("node_lost", answer[1])
-        else:
-            self._end(answer[1], answer[2])
+    def _lost(self, exc: _Lost) -> SessionEnded:
+        """End here: the node holding the session is gone."""
+        self._end("node_lost", str(exc))
+        assert self.end_reason is not None
+        return SessionEnded(self.id, self.end_reason, self.end_detail)
+
+    def _ended(self, exc: SessionEnded) -> SessionEnded:
+        """End here as the node's session did."""
+        self._end(exc.reason, exc.detail)
         assert self.end_reason is not None
         return SessionEnded(self.id, self.end_reason, self.end_detail)
 
@@ -161,34 +170,44 @@ class RemoteSession(Session):
     def end(self, reason: str, detail: str = "") -> None:
         if self.end_reason is not None:
             return
-        answer = _call(self.node, "session_end", self.id, reason, detail)
-        if answer[0] in ("lost", "ended"):
-            self._ended(answer)
+        try:
+            self.result = _call(self.node, "session_end", self.id, reason, detail)
+        except _Lost as exc:
+            self._lost(exc)
             return
-        self.result = _value(answer)
+        except SessionEnded as exc:
+            self._ended(exc)
+            return
         self._end(reason, detail)
 
     # -- calls ------------------------------------------------------------------------------
-    def _remote(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _remote(self, method: str, *args: Any) -> Any:
+        """``method`` of the node's agent for this session (its value, or its error)."""
         if self.end_reason is not None:
             raise SessionEnded(self.id, self.end_reason, self.end_detail)
         self.busy = True
         try:
-            answer = _call(self.node, "session_call", self.id, method, args, kwargs)
+            return _call(self.node, method, *args)
+        except _Lost as exc:
+            raise self._lost(exc) from None
+        except SessionEnded as exc:
+            raise self._ended(exc) from None
         finally:
             self.busy = False
             self.last_used = time.monotonic()
-        if answer[0] in ("lost", "ended"):
-            raise self._ended(answer)
-        return _value(answer)
 
-    def _remote_step(self, method: str, *args: Any, **kwargs: Any) -> Any:
+    def _remote_step(self, method: str, *args: Any) -> Any:
         started = time.monotonic()
         try:
-            return self._remote(method, *args, **kwargs)
+            return self._remote(method, *args)
         finally:
             self.steps += 1
             self._step_s = 0.8 * self._step_s + 0.2 * (time.monotonic() - started)
+
+    def step(self, step: ExecStep) -> StepResult:
+        """``Session.step`` on the node's session (the step was checked where it was made)."""
+        result: StepResult = self._remote_step("session_step", self.id, step)
+        return result
 
     def _execute_there(self, request: RunRequest) -> ExecResult:
         """One sandbox run on the hosting node (``verify``'s tests). The run's first passed
@@ -197,10 +216,10 @@ class RemoteSession(Session):
         fds = request.pass_fds
         try:
             bare = dataclasses.replace(request, pass_fds=(), stop_fd=-1)
-            answer = _call(self.node, "session_execute", bare, bool(fds))
-            if answer[0] == "lost":
-                raise SandboxError(answer[1])
-            result, piped = _value(answer)
+            try:
+                result, piped = _call(self.node, "session_execute", bare, bool(fds))
+            except _Lost as exc:
+                raise SandboxError(str(exc)) from None
             if fds:
                 with contextlib.suppress(OSError), open(fds[0], "wb", closefd=False) as out:
                     out.write(piped)
@@ -225,11 +244,9 @@ class RemoteSession(Session):
         """A new session on the same node with a copy of this one's workspace."""
         if self.end_reason is not None:
             raise SessionEnded(self.id, self.end_reason, self.end_detail)
-        answer = _call(self.node, "session_fork", self.id, session_id)
-        if answer[0] in ("lost", "ended"):
-            raise self._ended(answer)
+        attrs = self._remote("session_fork", self.id, session_id)
         child = object.__new__(RemoteSession)
-        child._bind(self.source, self.node, _value(answer))
+        child._bind(self.source, self.node, attrs)
         inherit(self, child)
         return child
 
