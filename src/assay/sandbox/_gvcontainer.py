@@ -21,6 +21,7 @@ from ..types import ExecResult, Status
 from ._gvisor_wire import Stopped, recv, recv_bytes, relay, send, send_bytes, wait_answer
 from ._inside import status as run_status
 from ._run import RunRequest
+from ._zygote import kill_and_reap
 from .cgroups import CgroupBackend, CgroupLimits
 
 
@@ -274,12 +275,7 @@ class Container:
             timeout=30,
             check=False,
         )
-        if self.proc.poll() is None:
-            self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        kill_and_reap(self.proc, 10)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 try:

@@ -39,6 +39,15 @@ def readable(obj: int | socket.socket, timeout: float | None) -> bool:
     return bool(poller.poll(wait))
 
 
+def kill_and_reap(proc: subprocess.Popen[bytes], wait_s: float) -> None:
+    """Kill ``proc`` if it still runs and reap it within ``wait_s`` seconds; a process that
+    is not gone by then (stuck in the kernel) is left to ``init``, never waited on for ever."""
+    if proc.poll() is None:
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=wait_s)
+
+
 def _bundle() -> bytes:
     """boot.py and the sources of every module of the ``_inside`` package."""
     sources = {}
@@ -162,9 +171,4 @@ class ZygoteProcess:
         try:
             self.sock.close()
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+            kill_and_reap(self.proc, 5)

@@ -7,10 +7,23 @@ of tying up sandboxes or memory; the defaults suit a trainer sending RL rollouts
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import defaults
 from . import tenants
+
+#: The caps an ``ASSAY_SERVER_<FIELD NAME>`` variable (a whole number) may override.
+_ENV_PREFIX = "ASSAY_SERVER_"
+_ENV_INTS = (
+    "max_body_bytes",
+    "max_code_bytes",
+    "max_files",
+    "max_memory_mb",
+    "max_batch",
+    "max_session_disk_mb",
+    "max_download_bytes",
+    "max_sessions",
+)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -80,18 +93,13 @@ class Settings:
         a malformed token entry is a :class:`~assay.errors.ConfigError` naming it."""
         base = cls()
         pairs, admins = tenants.load(os.environ)
-        return cls(
-            max_body_bytes=_env_int("ASSAY_SERVER_MAX_BODY_BYTES", base.max_body_bytes),
-            max_code_bytes=_env_int("ASSAY_SERVER_MAX_CODE_BYTES", base.max_code_bytes),
-            max_files=_env_int("ASSAY_SERVER_MAX_FILES", base.max_files),
-            max_memory_mb=_env_int("ASSAY_SERVER_MAX_MEMORY_MB", base.max_memory_mb),
-            max_batch=_env_int("ASSAY_SERVER_MAX_BATCH", base.max_batch),
-            max_session_disk_mb=_env_int(
-                "ASSAY_SERVER_MAX_SESSION_DISK_MB", base.max_session_disk_mb
-            ),
-            max_download_bytes=_env_int("ASSAY_SERVER_MAX_DOWNLOAD_BYTES", base.max_download_bytes),
-            max_sessions=_env_int("ASSAY_SERVER_MAX_SESSIONS", base.max_sessions),
-            session_memory_mb=_env_int("ASSAY_SERVER_SESSION_MEMORY_MB", 0) or None,
+        return replace(
+            base,
+            **{
+                name: _env_int(_ENV_PREFIX + name.upper(), getattr(base, name))
+                for name in _ENV_INTS
+            },
+            session_memory_mb=_env_int(_ENV_PREFIX + "SESSION_MEMORY_MB", 0) or None,
             api_token=os.environ.get("ASSAY_API_TOKEN") or None,
             api_tokens=pairs,
             admin_tenants=admins,

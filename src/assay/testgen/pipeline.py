@@ -34,6 +34,7 @@ from . import oracle, strategies
 from .crossval import agree, key
 from .mutants import mutants
 from .reduce import cover
+from .report import gate
 from .signature import signature
 from .stdin import StdinOptions, StdinTask, generate_stdin, time_limit
 
@@ -375,8 +376,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
         "cover_size": cover_size,
         "tests": len(tests),
         "seed": options.seed,
-        "min_mutation_score": options.min_mutation_score,
-        "fit_for_training": (score if score is not None else 1.0) >= options.min_mutation_score,
+        **gate(score, options.min_mutation_score),
     }
     limits = Limits(time_s=time_limit(sum(cpu[i] for i in suite)), memory_mb=1024)
     return Problem(
@@ -391,9 +391,7 @@ def generate(runner: Runner, task: Task, options: Options | None = None) -> Prob
 def with_gate(problem: Problem, min_mutation_score: float) -> Problem:
     """``problem`` with its quality report's gate re-evaluated at ``min_mutation_score``."""
     q = dict(problem.metadata.get("quality") or {})
-    score = q.get("mutation_score")
-    q["min_mutation_score"] = min_mutation_score
-    q["fit_for_training"] = (score if score is not None else 1.0) >= min_mutation_score
+    q.update(gate(q.get("mutation_score"), min_mutation_score))
     return replace(problem, metadata={**problem.metadata, "quality": q})
 
 

@@ -22,6 +22,16 @@ def quality(problem: Problem) -> dict[str, Any]:
     return q if isinstance(q, dict) else {}
 
 
+def gate(score: float | None, min_mutation_score: float) -> dict[str, Any]:
+    """The report's quality-gate keys, for every generator and for a gate re-evaluated
+    later (``with_gate``): the threshold, and whether the mutation score reaches it (a suite
+    with no mutant to score passes: nothing shows it weak)."""
+    return {
+        "min_mutation_score": min_mutation_score,
+        "fit_for_training": (score if score is not None else 1.0) >= min_mutation_score,
+    }
+
+
 def summary(problems: list[Problem], threshold: float = 0.9) -> dict[str, Any]:
     """Suite-level numbers: tests per task, mutation scores, coverage, the gate."""
     qs = [quality(p) for p in problems]

@@ -29,6 +29,7 @@ from ..runner import Runner
 from ..sandbox import RunRequest
 from ..types import ExecResult, Limits
 from .mutants import mutants
+from .report import gate
 from .strategies import INT_CAP, seed_for
 
 #: Exit codes of an input validator that accept the input (Kattis: 42 accept, 43 reject).
@@ -236,8 +237,7 @@ def generate_stdin(runner: Runner, task: StdinTask, options: StdinOptions | None
         "tests": len(tests),
         "time_s_per_test": time_limit(slowest),
         "seed": options.seed,
-        "min_mutation_score": options.min_mutation_score,
-        "fit_for_training": (score if score is not None else 1.0) >= options.min_mutation_score,
+        **gate(score, options.min_mutation_score),
     }
     return Problem(
         task.task_id,
