@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import functools
 import hashlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
@@ -26,7 +27,7 @@ from .sandbox import (
     open_sandbox,
 )
 from .telemetry import tracing
-from .types import ExecResult, Limits, Network, check_network
+from .types import ExecResult, Limits, Network, Placement, check_network
 
 if TYPE_CHECKING:
     from .images.pools import ImagePools
@@ -87,6 +88,25 @@ class Runner:
                 self._tiers[isolation] = other
             return other
 
+    @contextlib.contextmanager
+    def placed(self, placement: Placement) -> Iterator[Runner]:
+        """The runner of ``placement``: this one, another tier's (``tier``), or the warm
+        pool of its image in its tier (held while the block runs, never evicted then)."""
+        tier = placement.isolation or self.isolation
+        if placement.image is None:
+            yield self.tier(tier)
+            return
+        with self.images.use(placement.image, tier) as inner:
+            yield inner
+
+    def hold(self, placement: Placement) -> tuple[Runner, Callable[[], None] | None]:
+        """``placed`` for as long as the caller wants (a session: until it ends): the runner,
+        and what to call when done (None: nothing is held)."""
+        tier = placement.isolation or self.isolation
+        if placement.image is None:
+            return self.tier(tier), None
+        return self.images.hold(placement.image, tier)
+
     @property
     def images(self) -> ImagePools[Runner]:
         """Warm pools of the task images this runner has run on (created on first use)."""
@@ -123,13 +143,11 @@ class Runner:
         sandbox's root instead of the host's; ``isolation`` (``"default"``, ``"gvisor"``)
         picks the tier (default: this runner's); ``network="loopback"`` gives the run a
         network namespace of its own with ``lo`` up (default: no network at all)."""
-        tier = check_isolation(isolation) if isolation is not None else self.isolation
         rest = (language, stdin, limits, files, args, collect)
-        if image is not None:
-            with self.images.use(image, tier) as inner:
+        tier = check_isolation(isolation) if isolation is not None else None
+        with self.placed(Placement(image, tier)) as inner:
+            if inner is not self:
                 return inner.run(code, *rest, network=network)
-        if tier != self.isolation:
-            return self.tier(tier).run(code, *rest, network=network)
         request = self.request(code, *rest, network=network)
         if isinstance(request, ExecResult):
             return request

@@ -34,6 +34,37 @@ def check_network(value: object, field: str = "network") -> Network:
     return value  # type: ignore[return-value]
 
 
+#: The isolation tiers: ``default`` (namespaces, seccomp, Landlock, cgroups) and ``gvisor``
+#: (the same program under gVisor's user-space kernel, for code that must not reach the
+#: host kernel).
+Isolation = Literal["default", "gvisor"]
+ISOLATIONS: tuple[str, ...] = get_args(Isolation)
+
+
+def check_isolation(value: object, field: str = "isolation") -> Isolation:
+    """``value`` if it names an isolation tier, else ValidationError naming ``field``."""
+    if value not in ISOLATIONS:
+        raise ValidationError(field, f"{value!r} is not one of {', '.join(ISOLATIONS)}")
+    return value  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a job's sandbox is: rooted at task ``image`` (an id, id prefix or name in the
+    image store; None: the host's root) in isolation tier ``isolation`` (None: the runner's
+    own). Every job kind carries one (``RunJob.placement``, ``Problem.placement``, a
+    session's); it is checked here once and trusted below (``Runner.placed``)."""
+
+    image: str | None = None
+    isolation: Isolation | None = None
+
+    def __post_init__(self) -> None:
+        if self.image is not None and (not isinstance(self.image, str) or not self.image):
+            raise ValidationError("image", "must be a non-empty image id or name")
+        if self.isolation is not None:
+            check_isolation(self.isolation)
+
+
 def encode_output(data: bytes, encoding: OutputEncoding) -> str:
     """``data`` as a JSON string in ``encoding``."""
     if encoding == "base64":

@@ -7,6 +7,7 @@ import json
 import threading
 
 import httpx
+import pytest
 from server_helpers import fake_run, live, memory_executor
 
 from assay.executor import Job
@@ -130,6 +131,39 @@ def test_v1_judge_a_problem_asking_for_loopback(client: httpx.Client) -> None:
     assert verdicts == ["accepted", "runtime_error"]
     r = client.post("/v1/judge", json={"code": code, "problem": {**problem, "network": "host"}})
     assert r.status_code == 422 and r.json()["field"] == "problem.network", r.text
+
+
+def test_v1_judge_and_a_session_choose_their_isolation_tier(client: httpx.Client) -> None:
+    """``isolation`` on a judged problem and on a session (before: only ``/v1/run`` had
+    it): the tests of ``"gvisor"`` run on gVisor's kernel; another tier is a 422 naming
+    the field, checked before anything runs."""
+    import os
+
+    from assay.sandbox.gvisor import available
+
+    code = "import os; print(os.uname().release)"
+    host = os.uname().release
+    problem = {"id": "k", "tests": [{"kind": "stdio", "input": "", "expected": host}]}
+    r = client.post("/v1/judge", json={"code": code, "problem": {**problem, "isolation": "vm"}})
+    assert r.status_code == 422 and r.json()["field"] == "problem.isolation", r.text
+    r = client.post("/v1/sessions", json={"isolation": "vm"})
+    assert r.status_code == 422 and r.json()["field"] == "isolation", r.text
+    ok, why = available()
+    if not ok:
+        pytest.skip(f"gVisor tier: {why}")
+    verdicts = []
+    for tier in ("default", "gvisor"):
+        body = {"code": code, "problem": {**problem, "isolation": tier}}
+        r = client.post("/v1/judge", json=body)
+        assert r.status_code == 200, r.text
+        verdicts.append(r.json()["results"][0]["verdict"])
+    assert verdicts == ["accepted", "wrong_answer"]  # gVisor's kernel answered the second
+    r = client.post("/v1/sessions", json={"isolation": "gvisor"})
+    assert r.status_code == 200 and r.json()["isolation"] == "gvisor", r.text
+    sid = r.json()["id"]
+    step = client.post(f"/v1/sessions/{sid}/exec", json={"command": "uname -r"}).json()
+    assert step["exit_code"] == 0 and step["stdout"].strip() not in ("", host), step
+    assert client.delete(f"/v1/sessions/{sid}").status_code == 204
 
 
 def test_batches_poll_events_and_cancel(client: httpx.Client) -> None:

@@ -85,6 +85,8 @@ class _Fingerprints:
             body["image"] = problem.image
         if problem.network != "none":
             body["network"] = problem.network
+        if problem.isolation is not None:
+            body["isolation"] = problem.isolation
         digest = hashlib.sha256(_canonical(body)).hexdigest()
         with self._lock:
             self._data[id(problem)] = (problem, digest)

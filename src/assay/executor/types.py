@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..judge import Judgement, Submission
-from ..types import ExecResult, Limits
+from ..types import ExecResult, Limits, Placement, check_isolation
 
 #: ``done``: the job ran (or its twin did) and ``verdict`` says how it went. ``deadline``:
 #: the batch's deadline passed first. ``cancelled``: the batch was cancelled first. In the
@@ -36,6 +36,13 @@ class RunJob:
     image: str | None = None
     #: ``"default"`` or ``"gvisor"`` (the hardened tier); None: the runner's own tier.
     isolation: str | None = None
+
+    @property
+    def placement(self) -> Placement:
+        """Where the run is: its image and tier (checked: ``ValidationError`` names the
+        field)."""
+        tier = check_isolation(self.isolation) if self.isolation is not None else None
+        return Placement(self.image, tier)
 
 
 Job = Submission | RunJob

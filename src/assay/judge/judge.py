@@ -31,11 +31,11 @@ class Judge:
         none after the first one that fails: the verdict is the same as with every test
         run, ``tests`` holds the tests up to the failure, and ``passed`` counts the tests
         before it (``total`` is the problem's count either way). A problem with an
-        ``image`` is judged in that image's sandbox pool."""
-        if submission.problem.image is not None:
-            with self.runner.images.use(submission.problem.image) as runner:
-                return Judge(runner)._judge(submission, stop_on_failure)
-        return self._judge(submission, stop_on_failure)
+        ``image`` is judged in that image's sandbox pool, one with an ``isolation`` in that
+        tier (``Problem.placement``)."""
+        with self.runner.placed(submission.problem.placement) as runner:
+            judge = self if runner is self.runner else Judge(runner)
+            return judge._judge(submission, stop_on_failure)
 
     def _judge(self, submission: Submission, stop_on_failure: bool) -> Judgement:
         problem = submission.problem

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from .. import languages
 from ..errors import ValidationError
-from ..types import Failure, Limits, Network, check_network
+from ..types import Failure, Isolation, Limits, Network, Placement, check_network
 
 TestKind = Literal["stdio", "call", "script", "pytest"]
 Verdict = Literal[
@@ -68,14 +68,21 @@ class Problem:
     #: ``lo`` up (a test that starts a server on 127.0.0.1 and talks to it); nothing outside
     #: the run is reachable either way. ``"none"`` (the default): no sockets but Unix ones.
     network: Network = "none"
+    #: The isolation tier the tests run in (``"default"``, ``"gvisor"``); None: the
+    #: runner's own.
+    isolation: Isolation | None = None
 
     def __post_init__(self) -> None:
-        if self.image is not None and (not isinstance(self.image, str) or not self.image):
-            raise ValidationError("image", "must be a non-empty image id or name")
+        Placement(self.image, self.isolation)  # checks both
         check_network(self.network)
         if not self.tests:
             # A problem without tests would accept anything: an error, never a verdict.
             raise ValidationError("tests", f"problem {self.id!r} has no tests")
+
+    @property
+    def placement(self) -> Placement:
+        """Where the problem's tests run: its image and tier."""
+        return Placement(self.image, self.isolation)
 
 
 @dataclass(frozen=True, slots=True)

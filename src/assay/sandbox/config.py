@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 from .. import defaults
 from ..errors import ConfigError
+from ..types import ISOLATIONS, check_isolation
+
+__all__ = ["ISOLATIONS", "SandboxConfig", "check_isolation", "is_sandbox_uid"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -84,15 +87,3 @@ def is_sandbox_uid(uid: int) -> bool:
     base = _env_int("ASSAY_UID_BASE", defaults.UID_BASE)
     count = _env_int("ASSAY_UID_COUNT", defaults.UID_COUNT)
     return uid == defaults.SANDBOX_UID or base <= uid < base + count
-
-
-ISOLATIONS = ("default", "gvisor")
-
-
-def check_isolation(value: str, field: str = "isolation") -> str:
-    """``value`` if it names an isolation tier, else ValidationError naming ``field``."""
-    if value not in ISOLATIONS:
-        from ..errors import ValidationError
-
-        raise ValidationError(field, f"{value!r} is not one of {', '.join(ISOLATIONS)}")
-    return value

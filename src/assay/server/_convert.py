@@ -17,10 +17,11 @@ from typing import Any
 from .. import languages
 from .._extract import extract
 from ..errors import UnsupportedLanguageError, ValidationError
+from ..executor import RunJob
 from ..judge import Problem, TestCase
 from ..judge import compare as _compare
-from ..types import Limits
-from .models import LimitsModel, ProblemModel, TestModel
+from ..types import Limits, Placement, check_isolation
+from .models import LimitsModel, ProblemModel, RunBody, RunCodeRequest, TestModel
 from .settings import Settings
 
 #: Languages whose SandboxFusion response carries a ``compile_result``.
@@ -230,12 +231,14 @@ def problem(model: ProblemModel, settings: Settings, base: Limits, field: str) -
             raise ValidationError(
                 f"{field}.tests[{i}].compare", f"unknown comparator {t.compare!r}; known: {known}"
             )
+    where = placement(model.image, model.isolation, f"{field}.")
     return Problem(
         model.id,
         tests,
         limits=limits(model.limits, settings, base, f"{field}.limits"),
-        image=image(model.image, f"{field}.image"),
+        image=where.image,
         network=model.network,
+        isolation=where.isolation,
     )
 
 
@@ -268,23 +271,39 @@ def extract_code(text: str, lang: str) -> tuple[str, str]:
     return got.code, got.kind
 
 
-def image(ref: str | None, field: str = "image") -> str | None:
-    """The full id of the stored image ``ref`` names (so a job names exactly one image
-    even if a name is later reused), or None; ValidationError (a 422) if there is none."""
-    if ref is None:
-        return None
+def run_job(body: RunBody | RunCodeRequest, limits: Limits, settings: Settings) -> RunJob:
+    """The plain run a run request asks for (``/v1/run``, ``/run_code``): its program,
+    input, files and placement checked here (``ValidationError`` names the field), its
+    ``limits`` already (each route has its own way of asking for them)."""
+    lang = language(body.language)
+    src = code(body.code, settings)
+    data = stdin(body.stdin, settings)
+    given = files(dict(body.files), settings)
+    wanted = fetch(body.fetch_files, settings)
+    where = placement(body.image, body.isolation)
+    return RunJob(
+        src,
+        lang,
+        data,
+        limits,
+        tuple(given.items()),
+        tuple(wanted),
+        image=where.image,
+        isolation=where.isolation,
+    )
+
+
+def placement(image: str | None, isolation: str | None, prefix: str = "") -> Placement:
+    """Where a job of a request runs, checked once here (a 422 naming ``{prefix}image`` or
+    ``{prefix}isolation``): the stored image's full id (so a job names exactly one image
+    even if a name is later reused) and the tier. Every job kind (runs, judged problems,
+    sessions) takes its placement from here."""
+    tier = check_isolation(isolation, f"{prefix}isolation") if isolation is not None else None
+    if image is None:
+        return Placement(None, tier)
     from ..images import ImageStore
 
     try:
-        return ImageStore().get(ref).id
+        return Placement(ImageStore().get(image).id, tier)
     except ValidationError as exc:
-        raise ValidationError(field, exc.message) from None
-
-
-def isolation(value: str | None, field: str = "isolation") -> str | None:
-    """``value`` if it names an isolation tier (or None), else ValidationError (a 422)."""
-    if value is None:
-        return None
-    from ..sandbox import check_isolation
-
-    return check_isolation(value, field)
+        raise ValidationError(f"{prefix}image", exc.message) from None

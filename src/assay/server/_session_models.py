@@ -13,7 +13,7 @@ from ..errors import ValidationError
 from ..sessions import ExecStep, SessionLimits
 from ..types import OutputEncoding
 from . import _convert
-from .models import Priority, ProcessOutput
+from .models import Priority, ProcessOutput, _Environment
 from .settings import Settings
 
 _DEFAULT = SessionLimits()
@@ -32,7 +32,7 @@ class SessionLimitsModel(BaseModel):
     step_memory_mb: int | None = Field(default=None, description="data MiB of each step's process")
 
 
-class CreateRequest(BaseModel):
+class CreateRequest(_Environment):
     model_config = ConfigDict(extra="forbid")
     files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64")
     limits: SessionLimitsModel | None = None
@@ -49,9 +49,6 @@ class CreateRequest(BaseModel):
     )
     task: dict[str, Any] | None = Field(None, description="an agent task (native format)")
     gated: bool = False
-    image: str | None = Field(
-        None, description="task image (id or name, `assay image list`); unknown: 422"
-    )
     episode_id: str | None = Field(
         None, min_length=1, max_length=200, description="the episode its records belong to"
     )

@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ConfigError, ValidationError
+from ..types import ISOLATIONS
 from .settings import Settings
 
 
@@ -271,8 +272,8 @@ def serve_command(
         raise typer.BadParameter("'json' or 'text'", param_hint="--log-format")
     if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
         raise typer.BadParameter("debug, info, warning or error", param_hint="--log-level")
-    if isolation is not None and isolation not in ("default", "gvisor"):
-        raise typer.BadParameter("'default' or 'gvisor'", param_hint="--isolation")
+    if isolation is not None and isolation not in ISOLATIONS:
+        raise typer.BadParameter(" or ".join(map(repr, ISOLATIONS)), param_hint="--isolation")
     from ..telemetry import check_target as check_records
 
     # At start, not at the first upload: an unknown scheme or missing S3 credentials is one

@@ -186,16 +186,11 @@ class TestModel(BaseModel):
     name: str = ""
 
 
-class ProblemModel(BaseModel):
+class ProblemModel(_Environment):
     model_config = ConfigDict(extra="forbid")
     id: str = "inline"
     tests: list[TestModel]
     limits: LimitsModel | None = None
-    image: str | None = Field(
-        None,
-        description="Assay extension: the task image to run on (id, id prefix or name from "
-        "`assay image list`); unknown images are refused with 422",
-    )
     network: Literal["none", "loopback"] = Field(
         "none",
         description="'loopback': each run of the tests has its own network namespace with lo "

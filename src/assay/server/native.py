@@ -11,8 +11,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from ..errors import ValidationError
-from ..executor import BatchHandle, JobResult, RunJob
-from ..judge import Problem, Submission
+from ..executor import BatchHandle, JobResult
+from ..judge import Problem, Submission, validate
 from ..types import Limits
 from . import _convert
 from ._service import Kept, Service, Svc, Who, caller
@@ -36,18 +36,8 @@ router = APIRouter(prefix="/v1", tags=["native"])
 async def run(body: RunBody, request: Request, svc: Svc) -> RunResponse:
     """Run one program; the response is the ExecResult (plus fetched files, base64)."""
     s = svc.settings
-    lang = _convert.language(body.language)
-    src = _convert.code(body.code, s)
-    data = _convert.stdin(body.stdin, s)
     base = Limits(output_bytes=min(Limits().output_bytes, s.max_output_bytes))
-    limits = _convert.limits(body.limits, s, base, "limits")
-    files = _convert.files(dict(body.files), s)
-    fetch = _convert.fetch(body.fetch_files, s)
-    img = _convert.image(body.image)
-    iso = _convert.isolation(body.isolation)
-    job = RunJob(
-        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
-    )
+    job = _convert.run_job(body, _convert.limits(body.limits, s, base, "limits"), s)
     jr = await svc.run_one(job, caller=caller(request))
     if jr.result is None:
         raise HTTPException(503, f"no result: {jr.reason}")
@@ -90,9 +80,14 @@ def submissions(body: JudgeRequest, svc: Service) -> list[Submission]:
         problem = shared if pm is None else _convert.problem(pm, s, base, f"{at}problem")
         if problem is None:
             raise ValidationError(f"{at}problem", "no problem given (here or in the request)")
-        if lang != "python" and any(t.kind == "call" for t in problem.tests):
-            raise ValidationError(f"{at}language", "call tests are judged for Python only")
-        out.append(Submission(problem, src, lang))
+        submission = Submission(problem, src, lang)
+        try:  # the judge's own rules, once, with the request's field names
+            validate(submission)
+        except ValidationError as exc:
+            where = f"{at}problem." if pm is not None else "problem."  # (or the shared one)
+            field = f"{at}language" if exc.field == "language" else f"{where}{exc.field}"
+            raise ValidationError(field, exc.message) from None
+        out.append(submission)
     return out
 
 

@@ -133,20 +133,11 @@ def log_unknown(body: BaseModel, route: str) -> None:
 def _run_job(body: RunCodeRequest, s: Settings) -> RunJob:
     """The job a /run_code request asks for; ValidationError names a bad field."""
     log_unknown(body, "/run_code")
-    lang = _convert.language(body.language)
-    src = _convert.code(body.code, s)
-    data = _convert.stdin(body.stdin, s)
     _convert.seconds(body.compile_timeout, s, "compile_timeout")
     t = _convert.seconds(body.run_timeout, s, "run_timeout")
     mem = _convert.memory_mb(body.memory_limit_MB, s, "memory_limit_MB")
-    files = _convert.files(body.files, s)
-    fetch = _convert.fetch(body.fetch_files, s)
     limits = Limits(time_s=t, memory_mb=mem, output_bytes=s.max_output_bytes)
-    img = _convert.image(body.image)
-    iso = _convert.isolation(body.isolation)
-    return RunJob(
-        src, lang, data, limits, tuple(files.items()), tuple(fetch), image=img, isolation=iso
-    )
+    return _convert.run_job(body, limits, s)
 
 
 def _answer(jr: JobResult, lang: str) -> RunCodeResponse:

@@ -153,7 +153,7 @@ async def create(
     tar = workspace_tar(task) if task is not None else None
     if tar is not None and body.limits is None:  # sized for the task's workspace
         limits = limits_for(tar)
-    image = _convert.image(body.image)
+    where = _convert.placement(body.image, body.isolation)
     bounds = callers_of(m)
     who_calls = caller_of(request.scope, body.caller)
     async with bounds.calls.hold(who_calls), bounds.starts.hold(who_calls):
@@ -167,7 +167,8 @@ async def create(
                 priority=PRIORITIES[body.priority],
                 caller=who_calls,
                 tar=tar,
-                image=image,
+                image=where.image,
+                isolation=where.isolation,
                 owner=who.name,
                 episode_id=body.episode_id,
                 loopback=body.loopback,

@@ -22,7 +22,7 @@ from ..errors import SandboxError, SessionEnded, SessionFault, ValidationError
 from ..runner import Runner
 from ..sandbox import RunRequest
 from ..scheduler import NORMAL
-from ..types import ExecResult
+from ..types import ExecResult, Isolation, Placement
 from . import _reaper, _records
 from . import verify as verification
 from ._agentfile import agent_file, inside_file
@@ -32,7 +32,7 @@ from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
 from ._replies import cell_result, not_started, refusal, step_result
 from ._request import agent_request
-from ._source import executor_of
+from ._source import executor_of, held_runner
 from .types import CellResult, ExecStep, SessionLimits, StepResult
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ class Session:
         image: str | None = None,
         loopback: bool = True,
         episode_id: str | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.source = source
         #: Where the session's steps and verifications are recorded (its executor's writer).
@@ -96,18 +97,14 @@ class Session:
             raise ValidationError("limits", "must be a SessionLimits")
         self.ttl_s = check_time("ttl_s", ttl_s)
         self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
-        #: The task image the session's sandbox is rooted at (its runner's pool for that
-        #: image is held, never evicted, until the session ends); None: the host's root.
-        self.image = image
+        #: Where the session's sandbox is (an image's pool is held until the session ends).
+        self.placement = Placement(image, isolation)
+        self.image, self.isolation = image, isolation
         #: Whether the session's own network namespace has ``lo`` up (127.0.0.1 reaches
         #: servers inside this session only; nothing outside it is reachable either way).
         self.loopback = bool(loopback)
-        release: Callable[[], None] | None = None
-        runner = source if isinstance(source, Runner) else getattr(source, "runner", None)
-        if image is not None:
-            if not isinstance(runner, Runner):
-                raise ValidationError("image", "a session in an image needs a Runner source")
-            runner, release = runner.images.hold(image)
+        runner, release = held_runner(source, self.placement)
+        if runner is not None and self.placement != Placement():
             self._execute = runner.execute
         self._pipes = not (isinstance(runner, Runner) and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed
@@ -249,6 +246,8 @@ class Session:
             "limits": self.limits.to_dict(),
             "episode_id": self.episode_id,
             "loopback": self.loopback,
+            "image": self.image,
+            "isolation": self.isolation,
         }
 
     # -- calls ------------------------------------------------------------------------------
@@ -472,6 +471,7 @@ class Session:
                 caller=self.caller,
                 image=self.image,
                 loopback=self.loopback,
+                isolation=self.isolation,
             ),
             unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,

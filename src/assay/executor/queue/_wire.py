@@ -70,6 +70,7 @@ def _problem(p: Problem) -> dict[str, Any]:
         "metadata": codec.encode(p.metadata),
         "image": p.image,
         "network": p.network,
+        "isolation": p.isolation,
     }
 
 
@@ -91,6 +92,7 @@ def _unproblem(d: dict[str, Any]) -> Problem:
         codec.decode(d["metadata"]),
         d["image"],
         d.get("network", "none"),
+        d.get("isolation"),
     )
 
 

@@ -213,7 +213,7 @@ class NodeAgent:
             forget(session)
         keys = (
             "id", "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image", "episode_id",
-            "loopback",
+            "loopback", "isolation",
         )  # fmt: skip
         return {k: getattr(session, k) for k in keys}
 

@@ -35,7 +35,7 @@ from ...sessions._download import Chunks
 from ...sessions.session import Session
 from ...sessions.types import ExecStep, StepResult
 from ...sessions.verify import inherit
-from ...types import ExecResult
+from ...types import ExecResult, Placement
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
 from ._nodes import Node
 
@@ -127,6 +127,8 @@ class RemoteSession(Session):
         self.ttl_s, self.idle_ttl_s = attrs["ttl_s"], attrs["idle_ttl_s"]
         self.priority, self.caller, self.image = attrs["priority"], attrs["caller"], attrs["image"]
         self.episode_id, self.loopback = attrs["episode_id"], attrs["loopback"]
+        self.isolation = attrs["isolation"]
+        self.placement = Placement(self.image, self.isolation)
         self.records, self.task_id = None, None  # the node's session is the one recorded
         self.created = self.last_used = time.monotonic()
         self.steps, self.busy = 0, False
