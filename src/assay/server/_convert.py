@@ -12,6 +12,7 @@ import binascii
 import json
 import math
 import posixpath
+from dataclasses import replace
 from typing import Any
 
 from .. import languages
@@ -77,29 +78,21 @@ def memory_mb(value: int, settings: Settings, field: str) -> int:
 
 
 def limits(model: LimitsModel | None, settings: Settings, base: Limits, field: str) -> Limits:
-    """``base`` with the request's overrides, each checked against the server's caps."""
+    """``base`` with the request's overrides, each checked against the server's caps (the
+    rest of ``Limits``' own rules it checks itself)."""
     if model is None:
         return base
-    time_s = base.time_s if model.time_s is None else model.time_s
-    wall_s = base.wall_s if model.wall_s is None else model.wall_s
-    mem = base.memory_mb if model.memory_mb is None else model.memory_mb
-    procs = base.processes if model.processes is None else model.processes
-    out = base.output_bytes if model.output_bytes is None else model.output_bytes
-    seconds(time_s, settings, f"{field}.time_s")
-    if wall_s is not None:
-        _number(wall_s, f"{field}.wall_s", 0.001, settings.max_time_s * 4)
-    _number(mem, f"{field}.memory_mb", 16, settings.max_memory_mb)
-    _number(procs, f"{field}.processes", 1, 1024)
-    _number(out, f"{field}.output_bytes", 0, settings.max_output_bytes)
-    return Limits(
-        time_s=time_s,
-        wall_s=wall_s,
-        memory_mb=mem,
-        processes=procs,
-        output_bytes=out,
-        file_bytes=base.file_bytes,
-        disk_mb=base.disk_mb,
-    )
+    bounds = {
+        "time_s": (0.001, settings.max_time_s),
+        "wall_s": (0.001, settings.max_time_s * 4),
+        "memory_mb": (16, settings.max_memory_mb),
+        "processes": (1, 1024),
+        "output_bytes": (0, settings.max_output_bytes),
+    }
+    given = model.model_dump(exclude_none=True)
+    for name, value in given.items():
+        _number(value, f"{field}.{name}", *bounds[name])
+    return replace(base, **given)
 
 
 def path(p: str, field: str) -> str:

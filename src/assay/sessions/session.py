@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 #: its timeout, then reports); the timeout of calls that are not steps (files, tar).
 START_TIMEOUT_S, REPLY_GRACE_S, CALL_TIMEOUT_S = 20.0, 10.0, 60.0
 DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
+#: The keyword arguments of ``Session`` that say what kind of session it is (not which).
+SETTINGS = (
+    "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image", "isolation", "loopback",
+)  # fmt: skip
 
 
 class Session:
@@ -228,6 +232,11 @@ class Session:
     @property
     def ended(self) -> bool:
         return self.end_reason is not None
+
+    def settings(self) -> dict[str, Any]:
+        """What another session needs to be made like this one (a fork; a Ray driver's
+        handle on a session its node holds): ``Session``'s keyword arguments."""
+        return {name: getattr(self, name) for name in SETTINGS}
 
     def info(self) -> dict[str, Any]:
         now = time.monotonic()
@@ -461,18 +470,7 @@ class Session:
         the shell's cwd and variables, and the Python interpreter's state are not copied)."""
         child = fork_via_pipe(
             pack=lambda fd: self._call({"op": "send_tree", "dir": "."}, fd=fd),
-            start=lambda: Session(
-                self.source,
-                limits=self.limits,
-                ttl_s=self.ttl_s,
-                idle_ttl_s=self.idle_ttl_s,
-                session_id=session_id,
-                priority=self.priority,
-                caller=self.caller,
-                image=self.image,
-                loopback=self.loopback,
-                isolation=self.isolation,
-            ),
+            start=lambda: Session(self.source, session_id=session_id, **self.settings()),
             unpack=lambda child, fd: child._call({"op": "receive_tree", "dir": "."}, fd=fd),
             discard=Session.close,
         )

@@ -211,11 +211,7 @@ class NodeAgent:
         session.on_end(forget)
         if session.ended:
             forget(session)
-        keys = (
-            "id", "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image", "episode_id",
-            "loopback", "isolation",
-        )  # fmt: skip
-        return {k: getattr(session, k) for k in keys}
+        return {"id": session.id, "episode_id": session.episode_id, **session.settings()}
 
     def _session(self, session_id: str) -> Session:
         from ...sessions import SessionEnded

@@ -32,7 +32,7 @@ from ...errors import AssayError, SandboxError, SessionEnded
 from ...sandbox import RunRequest
 from ...sessions import Download, DownloadTooLarge, _reaper
 from ...sessions._download import Chunks
-from ...sessions.session import Session
+from ...sessions.session import SETTINGS, Session
 from ...sessions.types import ExecStep, StepResult
 from ...sessions.verify import inherit
 from ...types import ExecResult, Placement
@@ -123,11 +123,9 @@ class RemoteSession(Session):
     def _bind(self, source: Any, node: Node, attrs: dict[str, Any]) -> None:
         self.source, self.node = source, node
         self.node_id, self.node_name = node.node_id, node.name
-        self.id, self.limits = attrs["id"], attrs["limits"]
-        self.ttl_s, self.idle_ttl_s = attrs["ttl_s"], attrs["idle_ttl_s"]
-        self.priority, self.caller, self.image = attrs["priority"], attrs["caller"], attrs["image"]
-        self.episode_id, self.loopback = attrs["episode_id"], attrs["loopback"]
-        self.isolation = attrs["isolation"]
+        self.id, self.episode_id = attrs["id"], attrs["episode_id"]
+        for name in SETTINGS:  # what the node's session is (``Session.settings``)
+            setattr(self, name, attrs[name])
         self.placement = Placement(self.image, self.isolation)
         self.records, self.task_id = None, None  # the node's session is the one recorded
         self.created = self.last_used = time.monotonic()
