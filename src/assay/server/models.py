@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..telemetry import RecordTest
 from ..types import OutputEncoding
 
 # -- SandboxFusion ---------------------------------------------------------------------------
@@ -222,16 +223,6 @@ class JudgeRequest(BaseModel):
     deadline_s: float | None = Field(None, gt=0, le=86400)
 
 
-class TestResultModel(BaseModel):
-    __test__ = False
-    index: int
-    verdict: str
-    cpu_s: float
-    wall_s: float
-    peak_memory_bytes: int
-    message: str
-
-
 class JudgeResult(BaseModel):
     index: int
     outcome: str
@@ -240,7 +231,7 @@ class JudgeResult(BaseModel):
     reason: str
     passed: int
     total: int
-    tests: list[TestResultModel]
+    tests: list[RecordTest]  # as an execution record has them: one schema
     cache_hit: bool
     queue_wait_s: float
     run_s: float

@@ -13,6 +13,7 @@ from fastapi.responses import StreamingResponse
 from ..errors import ValidationError
 from ..executor import BatchHandle, JobResult
 from ..judge import Problem, Submission, validate
+from ..telemetry import RecordTest
 from ..types import Limits
 from . import _convert
 from ._service import Kept, Service, Svc, Who, caller
@@ -25,7 +26,6 @@ from .models import (
     ProblemModel,
     RunBody,
     RunResponse,
-    TestResultModel,
 )
 from .tenants import Tenant
 
@@ -102,7 +102,7 @@ def to_result(r: JobResult) -> JudgeResult:
         passed=r.judgement.passed if r.judgement is not None else 0,
         total=r.judgement.total if r.judgement is not None else 0,
         tests=[
-            TestResultModel(
+            RecordTest(
                 index=t.index,
                 verdict=t.verdict,
                 cpu_s=round(t.cpu_s, 6),

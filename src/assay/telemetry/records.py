@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import (
     Any,
     Protocol,
-    TypedDict,
     get_args,
     get_origin,
     get_type_hints,
-    is_typeddict,
     runtime_checkable,
 )
 
 import pyarrow as pa
+from typing_extensions import TypedDict, is_typeddict  # (pydantic models embed them)
 
 from ..errors import ClosedError
 from . import defaults
