@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sessions import Session
+from ..sessions import SessionBase
 from ..sessions.verify import VerifyResult
 from ..tasks import AgentTask
 from ..tasks._git import apply_patch
@@ -36,7 +36,7 @@ class Step:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-Agent = Callable[[Session, AgentTask], Iterator[Step]]
+Agent = Callable[[SessionBase, AgentTask], Iterator[Step]]
 
 
 def _solution(task: AgentTask) -> tuple[str, bytes]:
@@ -50,7 +50,7 @@ def _diagnosis(task: AgentTask) -> dict[str, Any]:
     return {"lines": {p: sorted(n) for p, n in lines.items()}}
 
 
-def fixer(s: Session, task: AgentTask) -> Iterator[Step]:
+def fixer(s: SessionBase, task: AgentTask) -> Iterator[Step]:
     step = s.exec("ls && head -n 40 solution.py", timeout_s=10)
     yield Step("read the workspace", step.stdout.decode(errors="replace")[-200:])
     step = s.exec("python3 -c 'import solution' && echo imports", timeout_s=10)
@@ -64,7 +64,7 @@ def fixer(s: Session, task: AgentTask) -> Iterator[Step]:
     )
 
 
-def tamperer(s: Session, task: AgentTask) -> Iterator[Step]:
+def tamperer(s: SessionBase, task: AgentTask) -> Iterator[Step]:
     yield Step("verify as found", verify=s.verify())
     s.exec(
         "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\n"
@@ -79,7 +79,7 @@ def tamperer(s: Session, task: AgentTask) -> Iterator[Step]:
     yield Step("plant conftest.py, a fake pytest, sitecustomize.py, a test file", verify=s.verify())
 
 
-def looper(s: Session, task: AgentTask) -> Iterator[Step]:
+def looper(s: SessionBase, task: AgentTask) -> Iterator[Step]:
     step = s.exec("while true; do sleep 0.1; done", timeout_s=1.0)
     yield Step("run a command that never ends", f"timed_out={step.timed_out} reason={step.reason}")
     step = s.exec("echo still here", timeout_s=5)
@@ -87,7 +87,7 @@ def looper(s: Session, task: AgentTask) -> Iterator[Step]:
     yield Step("verify", verify=s.verify())
 
 
-def breaker(s: Session, task: AgentTask) -> Iterator[Step]:
+def breaker(s: SessionBase, task: AgentTask) -> Iterator[Step]:
     path, fixed = _solution(task)
     s.write_file(path, fixed)
     yield Step("write the fix", verify=s.verify())

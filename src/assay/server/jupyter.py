@@ -20,7 +20,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import SandboxError, ValidationError
-from ..sessions import CellResult, Session, SessionEnded, SessionLimits, SessionRefused
+from ..sessions import CellResult, SessionBase, SessionEnded, SessionLimits, SessionRefused
 from . import _convert
 from ._callers import callers_of
 from ._service import Svc, Who, caller_of
@@ -71,7 +71,7 @@ def _cell(c: CellResult) -> CellRunResult:
     return CellRunResult(stdout=c.stdout, stderr=c.stderr, display=c.display, error=c.error)
 
 
-def _run(session: Session, body: RunJupyterRequest, fetch: list[str]) -> RunJupyterResponse:
+def _run(session: SessionBase, body: RunJupyterRequest, fetch: list[str]) -> RunJupyterResponse:
     start = time.monotonic()
     cells: list[CellRunResult] = []
     status = CommandRunStatus.Finished

@@ -29,6 +29,7 @@ from ..sessions import (
     DownloadFailed,
     DownloadTooLarge,
     Session,
+    SessionBase,
     SessionEnded,
     SessionFault,
     SessionManager,
@@ -116,7 +117,7 @@ async def _on(
     m: SessionManager,
     who: Tenant,
     session_id: str,
-    call: Callable[[Session], T],
+    call: Callable[[SessionBase], T],
     awaited: Callable[[Session], Awaitable[T]] | None = None,
 ) -> T | JSONResponse:
     """``call(session)`` on ``who``'s session ``session_id``, off the event loop, within its
@@ -126,7 +127,7 @@ async def _on(
     try:
         session = m.get(session_id, who.owner)
         async with callers_of(m).calls.hold(session.caller):
-            if awaited is not None and awaitable(session):
+            if awaited is not None and isinstance(session, Session) and awaitable(session):
                 return await awaited(session)
             return await call_off_loop(call, session)
     except SessionEnded as exc:
@@ -304,7 +305,7 @@ async def fork(session_id: str, m: Manager, who: Who) -> Any:
         caller = m.get(session_id, who.owner).caller
         bounds = callers_of(m)
         async with bounds.calls.hold(caller), bounds.starts.hold(caller):
-            child: Session = await call_off_loop(m.fork, session_id, who.owner)
+            child = await call_off_loop(m.fork, session_id, who.owner)
     except SessionEnded as exc:
         return _gone(exc)
     except SessionRefused as exc:  # the tier cannot (gVisor passes no descriptors): ours
@@ -361,7 +362,7 @@ async def _download(
     session_id: str,
     media: str,
     field: str,
-    opened: Callable[[Session], Download],
+    opened: Callable[[SessionBase], Download],
 ) -> Any:
     """A download as a streamed response: chunks of a pipe the agent writes into, so the
     service holds one chunk of it at a time, whatever its size (issue 26). ``field`` names

@@ -9,10 +9,11 @@ from ..errors import (
     TooManySessions,
     UnknownSession,
 )
+from ._base import SessionBase
 from ._download import Download
 from .asyncio import AsyncSession
 from .manager import SessionManager
-from .session import Session
+from .session import Session, open_session
 from .step_reward import RewardWeights
 from .types import CellResult, ExecStep, SessionLike, SessionLimits, StepResult
 from .verify import EpisodeRewards, VerifyResult
@@ -27,6 +28,7 @@ __all__ = [
     "ExecStep",
     "RewardWeights",
     "Session",
+    "SessionBase",
     "SessionEnded",
     "SessionFault",
     "SessionLike",
@@ -37,4 +39,5 @@ __all__ = [
     "TooManySessions",
     "UnknownSession",
     "VerifyResult",
+    "open_session",
 ]

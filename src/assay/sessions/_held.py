@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..errors import SessionEnded
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ._base import SessionBase
 
 #: Ended sessions remembered (id -> reason, detail), so a late call learns why.
 REMEMBER_ENDED = 10_000
@@ -25,19 +25,19 @@ class HeldSessions:
     exist, ended or not, so its id is never confirmed to someone it does not belong to."""
 
     def __init__(self) -> None:
-        self.open: dict[str, Session] = {}
+        self.open: dict[str, SessionBase] = {}
         self.owners: dict[str, str] = {}
         self._ended: collections.OrderedDict[str, tuple[str, str, str | None]] = (
             collections.OrderedDict()
         )
 
-    def hold(self, session: Session, owner: str | None = None) -> None:
+    def hold(self, session: SessionBase, owner: str | None = None) -> None:
         """``session`` is open (``owner``'s, when given)."""
         self.open[session.id] = session
         if owner is not None:
             self.owners[session.id] = owner
 
-    def ended(self, session: Session, reason: str) -> None:
+    def ended(self, session: SessionBase, reason: str) -> None:
         """``session`` is no longer open: remember why (``reason`` and its end detail)."""
         self.open.pop(session.id, None)
         owner = self.owners.pop(session.id, None)
@@ -45,7 +45,7 @@ class HeldSessions:
         while len(self._ended) > REMEMBER_ENDED:
             self._ended.popitem(last=False)
 
-    def find(self, session_id: str, owner: str | None = None) -> Session | None:
+    def find(self, session_id: str, owner: str | None = None) -> SessionBase | None:
         """The open session ``session_id``; :class:`SessionEnded` (with why) if it ended and
         is remembered; None if it is not known here, or (``owner`` given) not ``owner``'s."""
         session = self.open.get(session_id)

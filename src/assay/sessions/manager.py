@@ -23,9 +23,10 @@ from typing import Any
 from .. import defaults
 from ..errors import TooManySessions, UnknownSession, ValidationError
 from ..telemetry import Metrics, SessionStats
+from ._base import SessionBase
 from ._held import HeldSessions
 from ._source import executor_of
-from .session import Session
+from .session import open_session
 from .types import SessionLimits
 
 log = logging.getLogger("assay.sessions")
@@ -36,7 +37,7 @@ log = logging.getLogger("assay.sessions")
 LEAK_GRACE_S = 2.0
 
 
-def overdue(session: Session, now: float) -> bool:
+def overdue(session: SessionBase, now: float) -> bool:
     """Whether an open ``session`` should have been ended over :data:`LEAK_GRACE_S` ago
     (computed apart from the reaper's own test, so a broken reaper shows)."""
     late = now - LEAK_GRACE_S
@@ -92,7 +93,7 @@ class SessionManager:
         :func:`default_memory_budget_mb`, from what the host has)."""
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
-        if getattr(source, "session_class", None) is None:  # (Ray: sessions on its nodes)
+        if not callable(getattr(source, "open_session", None)):  # (Ray: on its nodes)
             executor_of(source)  # checks what it is
         self.source = source
         self.max_sessions = max_sessions
@@ -106,7 +107,7 @@ class SessionManager:
         # Sessions being started (created or forked) per caller: a sandbox start is work.
         self._starting: collections.Counter[str] = collections.Counter()
         # Ended sessions whose sandbox run is still being torn down (-> when they ended).
-        self._ending: dict[Session, float] = {}
+        self._ending: dict[SessionBase, float] = {}
         self._ended_steps = 0
         self._ended_counts: collections.Counter[str] = collections.Counter()
         found = metrics if metrics is not None else getattr(source, "metrics", None)
@@ -140,7 +141,7 @@ class SessionManager:
             self._starting[caller] += 1
 
     def _admit(
-        self, limits: SessionLimits, session: Session | None, caller: str, owner: str | None
+        self, limits: SessionLimits, session: SessionBase | None, caller: str, owner: str | None
     ) -> None:
         with self._lock:
             self._reserved -= 1
@@ -167,7 +168,7 @@ class SessionManager:
             if session.ended:
                 self._forget(session)
 
-    def _forget(self, session: Session) -> None:
+    def _forget(self, session: SessionBase) -> None:
         now = time.monotonic()
         reason = session.end_reason or "closed"
         with self._lock:
@@ -219,7 +220,7 @@ class SessionManager:
             ended=ended,
         )
 
-    def create(self, *, owner: str | None = None, **kwargs: Any) -> Session:
+    def create(self, *, owner: str | None = None, **kwargs: Any) -> SessionBase:
         """A new session (``Session``'s keyword arguments), ``owner``'s if given: then only
         lookups for ``owner`` (or for any owner) find it."""
         limits = kwargs.get("limits") or SessionLimits()
@@ -227,12 +228,12 @@ class SessionManager:
         self._reserve(limits, caller)
         session = None
         try:
-            session = Session(self.source, **kwargs)
+            session = open_session(self.source, **kwargs)
         finally:
             self._admit(limits, session, caller, owner)
         return session
 
-    def get(self, session_id: str, owner: str | None = None) -> Session:
+    def get(self, session_id: str, owner: str | None = None) -> SessionBase:
         """The open session ``session_id``; :class:`SessionEnded` if it has ended (with why),
         :class:`UnknownSession` if there never was one (or it ended long ago), or if
         ``owner`` is given and it is not ``owner``'s (ended or not: the same answer as for
@@ -243,7 +244,7 @@ class SessionManager:
             raise UnknownSession(session_id)
         return session
 
-    def fork(self, session_id: str, owner: str | None = None) -> Session:
+    def fork(self, session_id: str, owner: str | None = None) -> SessionBase:
         """A copy of session ``session_id`` (found as by :meth:`get`), owned by its owner."""
         parent = self.get(session_id, owner)
         with self._lock:
@@ -259,7 +260,7 @@ class SessionManager:
     def close(self, session_id: str, owner: str | None = None) -> None:
         self.get(session_id, owner).close()
 
-    def sessions(self) -> list[Session]:
+    def sessions(self) -> list[SessionBase]:
         with self._lock:
             return list(self._held.open.values())
 

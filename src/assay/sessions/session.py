@@ -27,6 +27,7 @@ from . import _reaper, _records
 from . import verify as verification
 from ._agentfile import agent_file, inside_file
 from ._args import KERNEL, check_time, exec_message, step_cost, user_files, work_path
+from ._base import SETTINGS, SessionBase
 from ._channel import Channel, ChannelBroken
 from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
@@ -43,13 +44,10 @@ if TYPE_CHECKING:
 #: its timeout, then reports); the timeout of calls that are not steps (files, tar).
 START_TIMEOUT_S, REPLY_GRACE_S, CALL_TIMEOUT_S = 20.0, 10.0, 60.0
 DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
-#: The keyword arguments of ``Session`` that say what kind of session it is (not which).
-SETTINGS = (
-    "limits", "ttl_s", "idle_ttl_s", "priority", "caller", "image", "isolation", "loopback",
-)  # fmt: skip
+__all__ = ["REPLY_GRACE_S", "SETTINGS", "Session", "open_session"]
 
 
-class Session:
+class Session(SessionBase):
     """An isolated sandbox whose workspace (/work) and processes live from create to close.
 
     >>> with Session(runner, files={"a.txt": "hi"}) as s:          # doctest: +SKIP
@@ -57,12 +55,12 @@ class Session:
     ...     s.exec("pwd; echo $X").stdout                          # b'/work/sub\\n1\\n'
     """
 
-    def __new__(cls, source: object = None, *args: Any, **kwargs: Any) -> Session:
-        # An executor whose sandboxes are on other machines (``RayExecutor``) names the kind
-        # of session it holds there: ``Session(ray_executor)`` is one of those.
-        kind = getattr(source, "session_class", None)
-        if cls is Session and isinstance(kind, type) and issubclass(kind, Session):
-            return object.__new__(kind)
+    def __new__(cls, source: object = None, *args: Any, **kwargs: Any) -> Any:
+        # ``Session(ray_executor, ...)`` (documented before ``open_session``) opens the
+        # executor's own kind of session, a sibling: ``__init__`` is then not called here.
+        opener = getattr(source, "open_session", None)
+        if cls is Session and callable(opener):
+            return opener(*args, **kwargs)
         return object.__new__(cls)
 
     def __init__(
@@ -123,7 +121,7 @@ class Session:
         self.end_reason: str | None = None
         self.end_detail = ""
         self.result: ExecResult | None = None
-        self._on_end: list[Callable[[Session], None]] = []
+        self._on_end: list[Callable[[SessionBase], None]] = []
         if release is not None:
             done = release
             self._on_end.append(lambda _session: done())
@@ -169,12 +167,6 @@ class Session:
         _reaper.watch(self)
 
     # -- lifecycle --------------------------------------------------------------------------
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _run(self, req: RunRequest) -> None:
         try:
             result = self._execute(req)
@@ -225,39 +217,6 @@ class Session:
         """End the session for ``reason`` (the reaper's way: ``ttl``, ``idle_ttl``)."""
         self._end(reason, detail)
         self._finish()
-
-    def on_end(self, fn: Callable[[Session], None]) -> None:
-        self._on_end.append(fn)
-
-    @property
-    def ended(self) -> bool:
-        return self.end_reason is not None
-
-    def settings(self) -> dict[str, Any]:
-        """What another session needs to be made like this one (a fork; a Ray driver's
-        handle on a session its node holds): ``Session``'s keyword arguments."""
-        return {name: getattr(self, name) for name in SETTINGS}
-
-    def info(self) -> dict[str, Any]:
-        now = time.monotonic()
-        return {
-            "id": self.id,
-            "state": "ended" if self.ended else ("busy" if self.busy else "idle"),
-            "reason": self.end_reason,
-            "detail": self.end_detail,
-            "age_s": round(now - self.created, 3),
-            "idle_s": round(now - self.last_used, 3),
-            "steps": self.steps,
-            "priority": self.priority,
-            "caller": self.caller,
-            "ttl_s": self.ttl_s,
-            "idle_ttl_s": self.idle_ttl_s,
-            "limits": self.limits.to_dict(),
-            "episode_id": self.episode_id,
-            "loopback": self.loopback,
-            "image": self.image,
-            "isolation": self.isolation,
-        }
 
     # -- calls ------------------------------------------------------------------------------
     def _call(
@@ -348,23 +307,6 @@ class Session:
         self.steps += 1
         cost = step_cost(reply.get("cpu_s"), time.monotonic() - started)
         self._step_s = 0.8 * self._step_s + 0.2 * cost
-
-    def exec(
-        self,
-        command: str,
-        timeout_s: float = defaults.SESSION_STEP_TIMEOUT_S,
-        idle_timeout_s: float | None = None,
-        stdin: str | bytes = b"",
-    ) -> StepResult:
-        """Run ``command`` in the session's shell (cwd and exported variables carry over).
-
-        At ``timeout_s``, or after ``idle_timeout_s`` with no output, the step's process
-        group is killed and the output so far returned with ``timed_out`` and the reason.
-        A step the session cannot start answers with ``reason`` ``pids_limit`` (the session
-        then ends with that reason) or ``cannot_start``, and why on stderr.
-        """
-        data = stdin.encode() if isinstance(stdin, str) else stdin
-        return self.step(ExecStep(command, timeout_s, idle_timeout_s, data))
 
     def step(self, step: ExecStep) -> StepResult:
         """``exec`` of a step already made (and so checked): the one door every caller of a
@@ -479,19 +421,21 @@ class Session:
         return child
 
     @classmethod
-    def for_task(cls, source: object, task: AgentTask, **kwargs: Any) -> Session:
+    def for_task(cls, source: object, task: AgentTask, **kwargs: Any) -> SessionBase:
         """A session seeded with an ``AgentTask``'s workspace (see ``assay.sessions.verify``)."""
-        session = verification.start(cls, source, task, **kwargs)
+        session = verification.start(open_session, source, task, **kwargs)
         session.task_id = task.task_id
         return session
 
-    def verify(self, diagnosis: object = None) -> verification.VerifyResult:
-        """Run the task's hidden tests on a snapshot of the workspace."""
-        started = time.time()
-        result = verification.verify(self, diagnosis)
-        _records.write(self, "session_verify", "", started, _records.verified(result))
-        return result
 
-    def episode_rewards(self) -> verification.EpisodeRewards:
-        """The final reward and the step rewards of the verifications so far."""
-        return verification.episode(self)
+def open_session(
+    source: object, files: Mapping[str, str | bytes] | None = None, **kwargs: Any
+) -> SessionBase:
+    """A new session on ``source`` (``Session``'s arguments): a :class:`Session` on a
+    ``Runner``, ``LocalExecutor`` or ``Sandbox``; on an executor whose sandboxes are on
+    other machines (``RayExecutor``), the session it opens there (``source.open_session``)."""
+    opener = getattr(source, "open_session", None)
+    if callable(opener):
+        found: SessionBase = opener(files, **kwargs)
+        return found
+    return Session(source, files, **kwargs)

@@ -35,7 +35,7 @@ from ._wire import Item, ProblemCache, Result, encode_execution
 
 if TYPE_CHECKING:
     from ...sandbox import RunRequest
-    from ...sessions import ExecStep, Session, StepResult
+    from ...sessions import ExecStep, SessionBase, StepResult
     from ...types import ExecResult
 
 log = logging.getLogger("assay.executor.ray")
@@ -201,8 +201,8 @@ class NodeAgent:
                 self._runner = Runner()
             return self._runner
 
-    def _hold(self, session: Session) -> dict[str, Any]:
-        def forget(gone: Session) -> None:
+    def _hold(self, session: SessionBase) -> dict[str, Any]:
+        def forget(gone: SessionBase) -> None:
             with self._session_lock:
                 self._sessions.ended(gone, gone.end_reason or "closed")
 
@@ -213,7 +213,7 @@ class NodeAgent:
             forget(session)
         return {"id": session.id, "episode_id": session.episode_id, **session.settings()}
 
-    def _session(self, session_id: str) -> Session:
+    def _session(self, session_id: str) -> SessionBase:
         from ...sessions import SessionEnded
 
         with self._session_lock:

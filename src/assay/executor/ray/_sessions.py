@@ -31,8 +31,9 @@ from ... import defaults
 from ...errors import AssayError, SandboxError, SessionEnded
 from ...sandbox import RunRequest
 from ...sessions import Download, DownloadTooLarge, _reaper
+from ...sessions._base import SETTINGS, SessionBase
 from ...sessions._download import Chunks
-from ...sessions.session import SETTINGS, Session
+from ...sessions.session import Session
 from ...sessions.types import ExecStep, StepResult
 from ...sessions.verify import inherit
 from ...types import ExecResult, Placement
@@ -99,9 +100,10 @@ def _forwarded(method: Callable[P, R], step: bool = False) -> Callable[P, R]:
     return forward
 
 
-class RemoteSession(Session):
-    """The driver's handle on a session held by a node agent; same API as :class:`Session`
-    (the methods that act in the sandbox are forwarded to the node: see the end of the module).
+class RemoteSession(SessionBase):
+    """The driver's handle on a session held by a node agent: a sibling of :class:`Session`
+    (both are :class:`SessionBase`), the methods that act in the sandbox forwarded to the
+    node's ``Session`` (see the end of the module).
 
     ``node_id`` / ``node_name`` say where it lives.
     """
@@ -240,7 +242,7 @@ class RemoteSession(Session):
         """A tar of ``directory``, fetched whole from its node (as :meth:`open_file`)."""
         return _whole(directory, self.download_tar(directory, gzip), max_bytes)
 
-    def fork(self, session_id: str | None = None) -> Session:
+    def fork(self, session_id: str | None = None) -> RemoteSession:
         """A new session on the same node with a copy of this one's workspace."""
         if self.end_reason is not None:
             raise SessionEnded(self.id, self.end_reason, self.end_detail)

@@ -25,14 +25,14 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Unpack
 
 from ... import defaults
 from ...errors import ConfigError, ValidationError
 from ...reward import RewardFn
 from ...scheduler import Task
-from ...sessions.session import Session
+from ...sessions._base import SessionBase
 from ...telemetry.metrics import NodeCapacity
 from .._jobs import Part
 from .._options import ExecutorOptions, with_defaults
@@ -150,8 +150,12 @@ class RayExecutor(Dispatching):
             )
         return out
 
-    #: The kind of session ``Session(ex)`` opens: one held by a node agent.
-    session_class = RemoteSession
+    def open_session(
+        self, files: Mapping[str, str | bytes] | None = None, **kwargs: Any
+    ) -> RemoteSession:
+        """A session held by a node agent (``open_session(ex, ...)``, ``Session(ex, ...)``,
+        ``SessionManager(ex)``): ``Session``'s arguments."""
+        return RemoteSession(self, files, **kwargs)
 
     def _session_node(self) -> Node:
         """The node for a new session: fewest sessions per slot, then most free capacity."""
@@ -169,7 +173,7 @@ class RayExecutor(Dispatching):
             self._sessions[session.id] = session
         session.on_end(self._session_ended)
 
-    def _session_ended(self, session: Session) -> None:
+    def _session_ended(self, session: SessionBase) -> None:
         with self._lock:
             if self._sessions.get(session.id) is session:
                 del self._sessions[session.id]
