@@ -16,7 +16,7 @@ import socket
 import time
 from typing import Any, Protocol
 
-from ..telemetry import NullWriter, RecordWriter
+from ..telemetry import RecordWriter
 from .types import SessionLimits
 
 
@@ -39,14 +39,6 @@ log = logging.getLogger("assay.sessions")
 CODE_CAP = 64 * 1024
 STREAM_CAP = 4 * 1024
 _HOST = socket.gethostname()
-
-
-def writer_of(source: object) -> RecordWriter | None:
-    """The record writer of a session's source (a ``LocalExecutor``'s), if it has one."""
-    records = getattr(source, "records", None)
-    if isinstance(records, RecordWriter) and not isinstance(records, NullWriter):
-        return records
-    return None
 
 
 def _text(data: str | bytes, cap: int) -> tuple[str, bool]:

@@ -46,8 +46,7 @@ def awaitable(session: object) -> bool:
 
     if type(session) is not Session:
         return False
-    source = session.source
-    return session._slot_call is None or callable(getattr(source, "admitted", None))
+    return session._slot_call is None or session.capabilities.admitted is not None
 
 
 async def exec_awaited(session: Session, step: ExecStep, *, off_loop: OffLoop[Any]) -> StepResult:
@@ -76,7 +75,7 @@ async def _step(
     async with _held(session._step_lock, off_loop):
         session.busy = True  # waiting for a slot is not idle: the reaper must leave it
         try:
-            admitted = getattr(session.source, "admitted", None)
+            admitted = session.capabilities.admitted
             turn = (
                 admitted(
                     priority=session.priority,

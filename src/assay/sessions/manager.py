@@ -25,7 +25,7 @@ from ..errors import TooManySessions, UnknownSession, ValidationError
 from ..telemetry import Metrics, SessionStats
 from ._base import SessionBase
 from ._held import HeldSessions
-from ._source import executor_of
+from ._source import capabilities_of
 from .session import open_session
 from .types import SessionLimits
 
@@ -94,7 +94,7 @@ class SessionManager:
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise ValidationError("max_sessions", "must be a positive integer")
         if not callable(getattr(source, "open_session", None)):  # (Ray: on its nodes)
-            executor_of(source)  # checks what it is
+            capabilities_of(source)  # checks what it is
         self.source = source
         self.max_sessions = max_sessions
         if memory_budget_mb is None:

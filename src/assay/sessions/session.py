@@ -33,7 +33,7 @@ from ._download import Download, file_download, tar_download
 from ._fork import fork_via_pipe
 from ._replies import cell_result, not_started, refusal, step_result
 from ._request import agent_request
-from ._source import executor_of, held_runner
+from ._source import capabilities_of, held_runner
 from .types import CellResult, ExecStep, SessionLimits, StepResult
 
 if TYPE_CHECKING:
@@ -81,13 +81,14 @@ class Session(SessionBase):
         isolation: Isolation | None = None,
     ) -> None:
         self.source = source
+        #: What the source can do (``_source.Capabilities``), found out once here.
+        self.capabilities = can = capabilities_of(source)
         #: Where the session's steps and verifications are recorded (its executor's writer).
-        self.records = _records.writer_of(source)
-        self._execute = executor_of(source)
+        self.records = can.records
+        self._execute = can.execute
         # On an executor, steps take one of its slots in the queue's order (``priority``,
         # fair shares between callers); on a Runner or Sandbox they run on the caller's thread.
-        slot_call = getattr(source, "call", None)
-        self._slot_call: Callable[..., Any] | None = slot_call if callable(slot_call) else None
+        self._slot_call = can.slot_call
         if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
             raise ValidationError("priority", f"must be a non-negative integer, got {priority!r}")
         if not isinstance(caller, str) or not caller:
@@ -105,10 +106,10 @@ class Session(SessionBase):
         #: Whether the session's own network namespace has ``lo`` up (127.0.0.1 reaches
         #: servers inside this session only; nothing outside it is reachable either way).
         self.loopback = bool(loopback)
-        runner, release = held_runner(source, self.placement)
+        runner, release = held_runner(can.runner, self.placement)
         if runner is not None and self.placement != Placement():
             self._execute = runner.execute
-        self._pipes = not (isinstance(runner, Runner) and runner.isolation == "gvisor")
+        self._pipes = not (runner is not None and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed
         #: The episode its records belong to (the caller's, or the session's own id), and
         #: the task it verifies against, if any.
