@@ -314,3 +314,39 @@ SESSION_STEP_TIMEOUT_S = 30.0
 #: is not): often enough that a bomb left by a step is gone within a fraction of a second,
 #: rarely enough that an idle session's check (one /proc listing) costs nothing measurable.
 SESSION_PIDS_POLL_S = 0.25
+
+
+# -- task image pools ----------------------------------------------------------------------------
+#: Image pools kept warm at once (each a fork server and its idle slots), and the idle
+#: armed slots per kind in one image's pool (the host pool keeps more).
+IMAGE_POOLS_WARM = 4
+IMAGE_POOL_SIZE = 4
+
+# -- the gVisor tier -------------------------------------------------------------------------------
+#: Runs one gVisor container serves before it is replaced (a fresh Sentry bounds what one
+#: run's leftovers in its kernel state can do to the next).
+GVISOR_RUNS_PER_CONTAINER = 64
+#: Seconds a container may take to start and report ready (runsc's own start is ~0.3 s;
+#: a loaded host has taken ten times that).
+GVISOR_START_TIMEOUT_S = 30.0
+#: Seconds past a run's wall limit before the host gives up on the container's answer.
+GVISOR_ANSWER_GRACE_S = 5.0
+#: Host threads and stub processes of one gVisor sandbox (the program's own processes are
+#: capped inside by RLIMIT_NPROC).
+GVISOR_HOST_PIDS = 4096
+#: Growth of a container's host memory (over its fresh state) after which it is replaced.
+GVISOR_RETIRE_GROWTH_BYTES = 64 << 20
+
+# -- the Ray executor ----------------------------------------------------------------------------
+#: How often the driver looks for nodes that joined or left, in seconds.
+RAY_MEMBERSHIP_S = 1.0
+#: Memory a sandbox slot is given when a node is sized by its memory (MiB).
+RAY_SLOT_MEMORY_MB = 1024
+
+# -- session calls ---------------------------------------------------------------------------------
+#: How long a new session's agent may take to say it is ready; how long past a step's own
+#: timeout it may take to answer before the session is taken for dead (it kills the step at
+#: its timeout, then reports); the timeout of calls that are not steps (files, tar).
+SESSION_START_TIMEOUT_S = 20.0
+SESSION_REPLY_GRACE_S = 10.0
+SESSION_CALL_TIMEOUT_S = 60.0

@@ -29,10 +29,6 @@ class Closable(Protocol):
 #: What a pool holds: the runner (``assay.runner.Runner``) made by the owner's factory.
 PoolT = TypeVar("PoolT", bound=Closable)
 
-#: Image pools kept warm at once (each a fork server and its idle slots).
-MAX_IMAGES = 4
-#: Idle armed slots per kind in an image's pool (the host pool keeps more).
-IMAGE_POOL_SIZE = 4
 #: The interpreter inside an image.
 IMAGE_PYTHON = "/usr/bin/python3"
 
@@ -46,8 +42,8 @@ class ImagePools(Generic[PoolT]):
         base: SandboxConfig,
         make: Callable[[SandboxConfig, int, CompileCache], PoolT],
         store: ImageStore | None = None,
-        max_images: int = MAX_IMAGES,
-        pool_size: int = IMAGE_POOL_SIZE,
+        max_images: int = defaults.IMAGE_POOLS_WARM,
+        pool_size: int = defaults.IMAGE_POOL_SIZE,
     ) -> None:
         self.base = base
         self.store = store or ImageStore()

@@ -16,6 +16,7 @@ import time
 import uuid
 from typing import Any, Protocol, cast
 
+from .. import defaults
 from ..errors import SandboxError
 from ..types import ExecResult, Status
 from ._gvisor_wire import Stopped, recv, recv_bytes, relay, send, send_bytes, wait_answer
@@ -38,22 +39,11 @@ class Pool(Protocol):
     def spec(self, bundle: str) -> dict[str, Any]: ...
 
 
-#: Runs one container serves before it is replaced.
-MAX_RUNS = 64
-#: Seconds a container may take to start and report ready.
-START_TIMEOUT_S = 30.0
-#: Seconds past a run's wall limit before the host gives up on the container.
-ANSWER_GRACE_S = 5.0
 #: The sandbox's host cgroup while it starts (the Sentry, gofer and runsc themselves).
 START_LIMITS = CgroupLimits(memory_bytes=1 << 30, pids=4096)
-#: Host threads and stub processes of one sandbox (the program's own processes are capped
-#: inside by RLIMIT_NPROC).
-PIDS = 4096
 #: Host memory a run may add to its sandbox beyond its ``memory_mb`` (the Sentry's own
 #: bookkeeping for the run counts against the run, as kernel memory does in a cgroup).
 HOST_SLACK = 0
-#: Growth of a sandbox's host memory (over its fresh state) after which it is replaced.
-RETIRE_GROWTH = 64 << 20
 
 
 def _join(fds: list[int]) -> None:
@@ -102,14 +92,14 @@ class Container:
         with contextlib.suppress(OSError):  # a sandbox that died says why just below
             setup = {"kind": "setup", "seccomp": owner.seccomp, "seccomp_net": owner.seccomp_net}
             send(self.wfd, setup)
-        ready = recv(self.rfd, time.monotonic() + START_TIMEOUT_S)
+        ready = recv(self.rfd, time.monotonic() + defaults.GVISOR_START_TIMEOUT_S)
         if ready is None or ready.get("kind") != "ready":
             err = self._stderr()
             self.destroy()
             raise SandboxError(f"gVisor sandbox did not start: {err or 'no answer'}")
         self.info = ready
         #: What the started sandbox holds on the host; a container that has grown past it
-        #: by more than ``RETIRE_GROWTH`` after a run is replaced.
+        #: by more than ``defaults.GVISOR_RETIRE_GROWTH_BYTES`` after a run is replaced.
         self.base = self.cg.usage_bytes() if self.cg is not None else 0
 
     def _stderr(self) -> str:
@@ -148,7 +138,7 @@ class Container:
         if self.cg is not None:
             run_base = self.cg.usage_bytes()
             budget = run_base + (lim.memory_mb << 20) + HOST_SLACK
-            self.cg.arm(CgroupLimits(budget, PIDS, req.cpu_weight), zero=True)
+            self.cg.arm(CgroupLimits(budget, defaults.GVISOR_HOST_PIDS, req.cpu_weight), zero=True)
         started = time.monotonic()
         listeners = []
         for i in range(len(req.pass_fds)):
@@ -162,7 +152,7 @@ class Container:
         msg["pass_fds"] = len(listeners)
         relays: list[threading.Thread] = []
         hard_wall = run_status.stretched_wall(lim.effective_wall_s, lim.wall_s is not None)
-        deadline = started + hard_wall + ANSWER_GRACE_S
+        deadline = started + hard_wall + defaults.GVISOR_ANSWER_GRACE_S
         try:
             send(self.wfd, msg)
             for blob in [*(c for _p, c, _m in req.files), req.stdin]:
@@ -171,7 +161,7 @@ class Container:
                         return self._files_too_big(started)
                     raise SandboxError("gVisor sandbox stopped reading the run's files")
             for listener, fd in zip(listeners, req.pass_fds, strict=True):
-                listener.settimeout(START_TIMEOUT_S)
+                listener.settimeout(defaults.GVISOR_START_TIMEOUT_S)
                 conn, _ = listener.accept()
                 pump = threading.Thread(
                     target=relay, args=(conn, fd), daemon=True, name="assay-gvisor-fd"
@@ -288,8 +278,15 @@ class Container:
             self.cg.destroy()
 
     def reusable(self) -> bool:
-        """Fewer than ``MAX_RUNS`` runs, alive, and not grown on the host (the Sentry keeps
+        """Fewer than ``defaults.GVISOR_RUNS_PER_CONTAINER`` runs, alive, and not grown on the host (the Sentry keeps
         some freed memory: a run's budget is counted from what it holds at the start)."""
-        if self.dead or self.runs >= MAX_RUNS or self.proc.poll() is not None:
+        if (
+            self.dead
+            or self.runs >= defaults.GVISOR_RUNS_PER_CONTAINER
+            or self.proc.poll() is not None
+        ):
             return False
-        return self.cg is None or self.cg.usage_bytes() <= self.base + RETIRE_GROWTH
+        return (
+            self.cg is None
+            or self.cg.usage_bytes() <= self.base + defaults.GVISOR_RETIRE_GROWTH_BYTES
+        )

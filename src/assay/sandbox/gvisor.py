@@ -11,7 +11,7 @@ a run costs a fork inside gVisor, not a sandbox start.
 Same interface and results as :class:`~assay.sandbox.Sandbox`: ``execute(RunRequest)`` ->
 ``ExecResult`` with the same statuses, CPU-time verdicts, output caps and collected files,
 on the host's runtime (read-only binds of ``/usr`` ...) or a task image's root. A container
-(``_gvcontainer``) serves up to ``MAX_RUNS`` runs (each with a fresh tmpfs of its
+(``_gvcontainer``) serves up to ``defaults.GVISOR_RUNS_PER_CONTAINER`` runs (each with a fresh tmpfs of its
 ``disk_mb`` and every process of the run killed), with its memory limit set per run on its
 host cgroup, and is then replaced; an OOM kill, protocol failure or missed deadline destroys
 it.
@@ -35,7 +35,7 @@ from typing import Any
 from .. import defaults
 from ..errors import SandboxError
 from ..types import ExecResult
-from ._gvcontainer import START_TIMEOUT_S, Container
+from ._gvcontainer import Container
 from ._gvisor_wire import Stopped, server_program
 from ._run import RunRequest
 from .cgroups import CgroupBackend, detect
@@ -315,7 +315,7 @@ class GVisorSandbox:
         with self._lock:
             self.pool_size = max(self.pool_size, min(slots, self.pool_size))
         self._refill()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + defaults.GVISOR_START_TIMEOUT_S
         while time.monotonic() < deadline:
             with self._lock:
                 if len(self._idle) >= min(slots, self.pool_size) or self._starting == 0:
@@ -338,7 +338,7 @@ class GVisorSandbox:
             self._idle.clear()
         for container in idle:
             container.destroy()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + defaults.GVISOR_START_TIMEOUT_S
         while time.monotonic() < deadline:
             with self._lock:
                 if self._starting == 0:

@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .. import defaults
 from ..errors import SessionEnded, SessionFault
 from ._args import exec_message
 from ._channel import ChannelBroken
@@ -54,13 +55,11 @@ async def exec_awaited(session: Session, step: ExecStep, *, off_loop: OffLoop[An
     if len(step.stdin) > _SMALL:
         result: StepResult = await off_loop(lambda: session.step(step))
         return result
-    from .session import REPLY_GRACE_S
-
     msg = exec_message(session.limits, step)
     started = time.time()
     reply: dict[str, Any] | SessionFault
     try:
-        reply = await _step(session, msg, step.timeout_s + REPLY_GRACE_S, off_loop)
+        reply = await _step(session, msg, step.timeout_s + defaults.SESSION_REPLY_GRACE_S, off_loop)
     except SessionFault as fault:
         reply = fault
     except (ValueError, TypeError) as exc:

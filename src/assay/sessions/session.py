@@ -39,12 +39,8 @@ from .types import CellResult, ExecStep, SessionLimits, StepResult
 if TYPE_CHECKING:
     from ..tasks import AgentTask
 
-#: How long a new session's agent may take to say it is ready; how long past a step's own
-#: timeout it may take to answer before the session is taken for dead (it kills the step at
-#: its timeout, then reports); the timeout of calls that are not steps (files, tar).
-START_TIMEOUT_S, REPLY_GRACE_S, CALL_TIMEOUT_S = 20.0, 10.0, 60.0
 DOWNLOAD_MAX = defaults.SESSION_DOWNLOAD_MAX_BYTES
-__all__ = ["REPLY_GRACE_S", "SETTINGS", "Session", "open_session"]
+__all__ = ["SETTINGS", "Session", "open_session"]
 
 
 class Session(SessionBase):
@@ -150,7 +146,7 @@ class Session(SessionBase):
         )
         self._thread.start()
         try:
-            hello, _ = self._channel.recv(START_TIMEOUT_S)
+            hello, _ = self._channel.recv(defaults.SESSION_START_TIMEOUT_S)
             if hello.get("ready") is not True:
                 raise ChannelBroken(f"unexpected greeting {hello!r}")
         except ChannelBroken as exc:
@@ -224,7 +220,7 @@ class Session(SessionBase):
         self,
         msg: dict[str, Any],
         payload: bytes = b"",
-        timeout: float = CALL_TIMEOUT_S,
+        timeout: float = defaults.SESSION_CALL_TIMEOUT_S,
         fd: int = -1,
     ) -> tuple[dict[str, Any], bytes]:
         """One request and its reply; ``fd`` (owned by the call from here on: it is closed
@@ -316,7 +312,7 @@ class Session(SessionBase):
         started = time.time()
         reply: dict[str, Any] | SessionFault
         try:
-            reply, _ = self._step(msg, step.timeout_s + REPLY_GRACE_S)
+            reply, _ = self._step(msg, step.timeout_s + defaults.SESSION_REPLY_GRACE_S)
         except SessionFault as fault:
             reply = fault
         except (ValueError, TypeError) as exc:
@@ -400,7 +396,7 @@ class Session(SessionBase):
         timeout = check_time("timeout_s", timeout_s)
         msg = {"op": "cell", "code": code, "timeout_s": timeout}
         started = time.time()
-        cell = cell_result(self._step(msg, timeout + REPLY_GRACE_S)[0])
+        cell = cell_result(self._step(msg, timeout + defaults.SESSION_REPLY_GRACE_S)[0])
         out = {"stdout": cell.stdout, "stderr": cell.stderr, "reason": cell.detail}
         _records.write(self, "session_cell", code, started, {**out, "verdict": cell.status})
         return cell

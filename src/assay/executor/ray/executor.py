@@ -48,11 +48,6 @@ from ._wire import ProblemRefs
 
 log = logging.getLogger("assay.executor.ray")
 
-#: How often membership looks for nodes that joined or left.
-MEMBERSHIP_S = 1.0
-#: Memory a sandbox slot is given when sizing a node by its memory (MiB).
-SLOT_MEMORY_MB = 1024
-
 
 class RayExecutor(Dispatching):
     """Runs batches on the nodes of a Ray cluster; same API as :class:`LocalExecutor`.
@@ -214,12 +209,12 @@ class RayExecutor(Dispatching):
             return self._slots_per_node
         cpus = int(resources.get("CPU", 0))
         memory_mb = int(resources.get("memory", 0) / 2**20)
-        by_memory = memory_mb // SLOT_MEMORY_MB if memory_mb else cpus
+        by_memory = memory_mb // defaults.RAY_SLOT_MEMORY_MB if memory_mb else cpus
         return max(1, min(cpus, by_memory))
 
     # -- membership -------------------------------------------------------------------------
     def _membership_loop(self) -> None:
-        while not self._stopping.wait(MEMBERSHIP_S):
+        while not self._stopping.wait(defaults.RAY_MEMBERSHIP_S):
             try:
                 self._membership_tick()
             except Exception:
