@@ -208,3 +208,14 @@ def test_no_select_select() -> None:
         and node.value.id == "select"
     ]
     assert offenders == []
+
+
+def test_test_modules_outside_packages_have_unique_names() -> None:
+    """pytest imports a test file of a folder without ``__init__.py`` by its base name: two
+    such ``test_types.py`` collide, and the second is an error at collection (CI saw
+    ``import file mismatch``), its tests not run."""
+    tests = Path(__file__).parent
+    loose = [p for p in tests.rglob("test_*.py") if not (p.parent / "__init__.py").exists()]
+    names = [p.name for p in loose]
+    assert len(loose) > 100
+    assert sorted({n for n in names if names.count(n) > 1}) == []
