@@ -202,6 +202,14 @@ SESSION_CPU_WEIGHT = 25
 #: another's batch. The service's requests beyond it wait their turn on the event loop;
 #: a ``SessionManager`` used directly refuses them (``TooManySessions``, retry later).
 SESSION_STARTS_PER_CALLER = 2
+#: ... and what the service lets one caller (tenant) start at once: its further creates and
+#: forks wait (never refused). A start is ~13 ms of CPU, nearly all of it on the trusted
+#: side or in the slot's own processes, outside the session's CPU weight (measured: a
+#: create+close, 2.3 ms in the service and 10.8 ms in sandbox processes). With two at once a
+#: tenant flooding creates and forks held most of a core of a 2-core host, and another
+#: tenant's batch took 1.86-1.94x its time alone; with one, 1.30-1.32x
+#: (``benchmarks/tenants_load.py --runs 96``). One tenant's 64 creates then take ~0.7 s.
+SERVER_SESSION_STARTS_PER_CALLER = 1
 #: Largest /work + /tmp a session may ask for over HTTP (a tmpfs: its pages are charged to
 #: the session's memory limit as they are written, so this bounds a promise, not RAM).
 SESSION_MAX_DISK_MB = 4096

@@ -46,7 +46,7 @@ class Callers:
 
     def __init__(self) -> None:
         self.calls = PerCaller(defaults.SERVER_SESSION_CALLS_PER_CALLER)
-        self.starts = PerCaller(defaults.SESSION_STARTS_PER_CALLER)
+        self.starts = PerCaller(defaults.SERVER_SESSION_STARTS_PER_CALLER)
 
 
 _BY_OWNER: weakref.WeakKeyDictionary[object, Callers] = weakref.WeakKeyDictionary()
