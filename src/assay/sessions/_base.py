@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import defaults
+from ..types import Placement
 from . import _records
 from . import verify as verification
 from .types import CellResult, ExecStep, SessionLimits, StepResult
@@ -23,7 +24,7 @@ from .types import CellResult, ExecStep, SessionLimits, StepResult
 if TYPE_CHECKING:
     from ..sandbox import RunRequest
     from ..telemetry import RecordWriter
-    from ..types import ExecResult, Isolation, Placement
+    from ..types import ExecResult, Isolation
     from ._download import Download
 
 #: The keyword arguments of ``Session`` that say what kind of session it is (not which).
@@ -47,7 +48,6 @@ class SessionBase:
     priority: int
     caller: str
     #: Where the session's sandbox is (an image's pool is held until the session ends).
-    placement: Placement
     image: str | None
     isolation: Isolation | None
     #: Whether the session's own network namespace has ``lo`` up.
@@ -81,6 +81,11 @@ class SessionBase:
     @property
     def ended(self) -> bool:
         return self.end_reason is not None
+
+    @property
+    def placement(self) -> Placement:
+        """Where the session's sandbox is: its image and isolation tier."""
+        return Placement(self.image, self.isolation)
 
     def settings(self) -> dict[str, Any]:
         """What another session needs to be made like this one (a fork; a Ray driver's

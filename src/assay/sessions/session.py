@@ -96,14 +96,13 @@ class Session(SessionBase):
             raise ValidationError("limits", "must be a SessionLimits")
         self.ttl_s = check_time("ttl_s", ttl_s)
         self.idle_ttl_s = check_time("idle_ttl_s", idle_ttl_s)
-        #: Where the session's sandbox is (an image's pool is held until the session ends).
-        self.placement = Placement(image, isolation)
+        placement = Placement(image, isolation)  # checked here; ``placement`` derives it
         self.image, self.isolation = image, isolation
         #: Whether the session's own network namespace has ``lo`` up (127.0.0.1 reaches
         #: servers inside this session only; nothing outside it is reachable either way).
         self.loopback = bool(loopback)
-        runner, release = held_runner(can.runner, self.placement)
-        if runner is not None and self.placement != Placement():
+        runner, release = held_runner(can.runner, placement)
+        if runner is not None and placement != Placement():
             self._execute = runner.execute
         self._pipes = not (runner is not None and runner.isolation == "gvisor")
         self.id = session_id or secrets.token_hex(16)  # 128 bits: an id cannot be guessed

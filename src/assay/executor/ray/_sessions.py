@@ -36,7 +36,7 @@ from ...sessions._download import Chunks
 from ...sessions.session import Session
 from ...sessions.types import ExecStep, StepResult
 from ...sessions.verify import inherit
-from ...types import ExecResult, Placement
+from ...types import ExecResult
 from ._agent import SESSION_METHODS, SESSION_STEPS, SESSIONS
 from ._nodes import Node
 
@@ -128,7 +128,6 @@ class RemoteSession(SessionBase):
         self.id, self.episode_id = attrs["id"], attrs["episode_id"]
         for name in SETTINGS:  # what the node's session is (``Session.settings``)
             setattr(self, name, attrs[name])
-        self.placement = Placement(self.image, self.isolation)
         self.records, self.task_id = None, None  # the node's session is the one recorded
         self.created = self.last_used = time.monotonic()
         self.steps, self.busy = 0, False
