@@ -128,6 +128,11 @@ RUN_MAX_FILES = 50_000
 #: limit. A repository of hundreds of MiB fits; past this the verification is refused as a
 #: sandbox_error naming this limit (tmpfs pages are memory of the host).
 VERIFY_MAX_DISK_MB = 4096
+#: How long a verification reads its report after the run's answer is back, until the
+#: report's pipe reaches EOF: the gVisor tier relays the report through a host thread that
+#: may still be writing it on a busy host. A report cut short there would read as a test
+#: run that "ended early" (a failed verification) for an honest program.
+VERIFY_REPORT_GRACE_S = 30.0
 #: Largest workspace an agent task may carry (all its files together): real repositories
 #: at their base commit run to hundreds of MiB.
 TASK_MAX_WORKSPACE_BYTES = 1 << 30

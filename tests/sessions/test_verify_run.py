@@ -3,14 +3,23 @@ tests on top, and which path (fast or pytest) runs them."""
 
 from __future__ import annotations
 
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from assay.sandbox import RunRequest
 from assay.sessions._verify_run import (
     external_imports,
     is_runner_config,
     plain_tests,
     prepare,
+    run_tests,
     static_ids,
 )
 from assay.tasks import AgentTask
+from assay.types import ExecResult
 
 TASK = AgentTask(
     "t",
@@ -80,3 +89,44 @@ def test_modules_the_tests_import_from_outside_are_guarded() -> None:
         },
     )
     assert external_imports(task) == ["hypothesis", "numpy"]
+
+
+def _relayed(delay_s: float) -> Callable[[RunRequest], ExecResult]:
+    """An executor that answers at once and writes the run's report ``delay_s`` later from
+    another thread, as the gVisor tier's relay does on a busy host."""
+
+    def execute(req: RunRequest) -> ExecResult:
+        secret = req.stdin.strip()
+        fd = req.pass_fds[0]
+
+        def late() -> None:
+            time.sleep(delay_s)
+            for msg in ({"id": "test_h.py::test_x", "outcome": "passed"}, {"end": True}):
+                os.write(fd, secret + b" " + json.dumps(msg).encode() + b"\n")
+            os.close(fd)
+
+        threading.Thread(target=late, daemon=True).start()
+        return ExecResult(status="ok", exit_code=0)
+
+    return execute
+
+
+def test_a_report_relayed_after_the_answer_is_read_whole() -> None:
+    task = AgentTask("t", "", {"a.py": b""}, {"test_h.py": "def test_x():\n    pass\n"})
+    work, _ = prepare(task, dict(task.files))
+    run = run_tests(_relayed(0.5), task, work)
+    assert run.complete, "the report was cut short when the run's answer came back first"
+    assert run.outcomes == {"test_h.py::test_x": ("passed", "")}
+
+
+def test_a_failed_executor_does_not_wait_for_a_report() -> None:
+    task = AgentTask("t", "", {"a.py": b""}, {"test_h.py": "def test_x():\n    pass\n"})
+    work, _ = prepare(task, dict(task.files))
+
+    def broken(req: RunRequest) -> ExecResult:
+        raise OSError("no sandbox")  # and the run's copy of the pipe is never closed
+
+    started = time.monotonic()
+    run = run_tests(broken, task, work)
+    assert run.sandbox_error == "verification run failed: OSError: no sandbox"
+    assert time.monotonic() - started < 5

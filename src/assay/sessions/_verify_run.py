@@ -16,6 +16,7 @@ import os
 import secrets
 import select
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -306,7 +307,7 @@ def run_tests(
 
     thread = threading.Thread(target=_go, daemon=True, name="assay-verify")
     thread.start()
-    chunks = _read_report(read_fd, thread)
+    chunks = _read_report(read_fd, thread, box)
     thread.join()
     got = box.get("result")
     if not isinstance(got, ExecResult):
@@ -322,19 +323,29 @@ def run_tests(
     return out
 
 
-def _read_report(read_fd: int, thread: threading.Thread) -> list[bytes]:
+def _read_report(read_fd: int, thread: threading.Thread, box: Mapping[str, object]) -> list[bytes]:
     chunks, size = [], 0
     poller = select.poll()
     poller.register(read_fd, select.POLLIN)
+    settled: float | None = None  # when the run was over with no byte buffered
     try:
-        # Until EOF (the run's copy closed: the usual end), or until the run is over and
-        # nothing more is buffered (an executor that failed before taking its copy).
+        # Until EOF: the run's copy closed, by the sandbox or by what relays it (the gVisor
+        # tier's relay thread may still be writing the report after the run's answer is
+        # back, late on a busy host). Only an executor that failed (and may never have
+        # taken its copy) ends the read without EOF, once nothing more is buffered; and a
+        # copy nobody closes ends it after defaults.VERIFY_REPORT_GRACE_S.
         while size < _REPORT_CAP:
             # poll, not select: a busy server's descriptors pass 1024, which select refuses.
             if not poller.poll(50):
                 if thread.is_alive():
                     continue
-                break
+                if "result" not in box:
+                    break
+                now = time.monotonic()
+                settled = now if settled is None else settled
+                if now - settled > defaults.VERIFY_REPORT_GRACE_S:
+                    break
+                continue
             chunk = os.read(read_fd, 1 << 16)
             if not chunk:
                 break
