@@ -93,6 +93,7 @@ def _weigh(hogs: list[subprocess.Popen[bytes]]) -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # its hogs outweigh every cgroup: no other test may share the machine
 def test_cpu_time_verdict_is_independent_of_load(runner: Runner) -> None:
     RUNS.clear()
     n = _calibrate(runner)

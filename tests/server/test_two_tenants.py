@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# alone: its attacker (fork bombs, a flood of creates) loads the whole machine on purpose.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "tenants_load.py"
 
 
