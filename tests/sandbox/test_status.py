@@ -16,6 +16,7 @@ from assay.sandbox._inside.status import (
     COMPUTING_SHARE,
     COMPUTING_WINDOW_S,
     CpuWindow,
+    cpu_check_after,
     decide,
     memory_error,
     on_course,
@@ -138,3 +139,13 @@ def test_on_course_needs_a_pace_that_reaches_the_limit_in_time() -> None:
     # The same at 10 % of a core needs 5 s: not on course.
     assert not on_course(0.1, 0.5, 1.0, now=11.0, started=0.0, hard_wall=12.0)
     assert not on_course(COMPUTING_SHARE / 2, 0.99, 1.0, now=1.0, started=0.0, hard_wall=12.0)
+
+
+def test_the_cpu_clock_is_read_when_the_limit_could_first_be_crossed() -> None:
+    # 10 s left on 2 CPUs: not before 5 s, but never later than the request's cap.
+    assert cpu_check_after(0.0, 10.0, 2, 0.002, 0.5) == 0.5
+    assert cpu_check_after(0.0, 10.0, 2, 0.002, 60.0) == 5.0
+    # Near (or past) the limit: at the floor, so the run is stopped within it.
+    assert cpu_check_after(0.999, 1.0, 1, 0.01, 0.5) == 0.01
+    assert cpu_check_after(2.0, 1.0, 4, 0.002, 0.05) == 0.002
+    assert cpu_check_after(0.0, 1.0, 0, 0.002, 5.0) == 1.0  # no CPU count: one

@@ -131,6 +131,7 @@ class Container:
                 "file_bytes": lim.file_bytes,
                 "disk_mb": lim.disk_mb,
                 "collect_bytes": lim.disk_mb << 20,
+                "cpu_poll_s": req.cpu_poll_s,
             },
         }
         self.runs += 1

@@ -38,7 +38,6 @@ UID = 65534
 WORK = "/work"
 #: Where the host's relay sockets for a run's extra fds appear (a bind of the bundle's dir).
 UDS = "/dev/.assay-uds"
-POLL_S = 0.005
 SCAN_S = 0.01
 _CLK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -298,7 +297,13 @@ def run(
     cpu = peak = 0.0
     open_fds = [out_r, err_r]
     live: list[int] = [pid]
-    interval, last_scan = 0.0005, 0.0
+    interval, last_scan, next_scan = 0.0005, 0.0, 0.0
+    # Each scan reads this kernel's /proc for every process of the run, paid in host CPU: a
+    # scan every 10 ms made an idle session cost ~7 % of a core. As on the default tier,
+    # the next is when the CPU limit could first be crossed, at most the request's
+    # ``cpu_poll_s`` away (a session's agent asks for 0.5 s).
+    scan_cap = max(SCAN_S, float(lim.get("cpu_poll_s") or SCAN_S))
+    ncpu = max(1, os.cpu_count() or 1)
     # The same wall rule as the default tier: a program still computing at the default
     # backstop may run on to the stretch (its pace read from this kernel's CPU accounting).
     hard_wall = runstatus.stretched_wall(lim["wall_s"], lim["wall_explicit"])
@@ -313,7 +318,10 @@ def run(
         poller = select.poll()  # not select: no limit on the descriptors' numbers
         for fd in (*open_fds, ctl_in):
             poller.register(fd, select.POLLIN)
-        ready = [fd for fd, _ in poller.poll(max(0, math.ceil(interval * 1000)))]
+        wait = min(interval, next_scan - time.monotonic())
+        if status is None:
+            wait = min(wait, started + lim["wall_s"] - time.monotonic())
+        ready = [fd for fd, _ in poller.poll(max(0, math.ceil(wait * 1000)))]
         if ctl_in in ready:
             # Nothing comes from the host during a run but the end of its pipe: the
             # supervisor is gone (killed, say). The run and this sandbox end with it.
@@ -337,7 +345,7 @@ def run(
         done = status is not None and not open_fds
         # The gVisor kernel's /proc is read every SCAN_S (and once at the end): CPU time
         # and memory of every process of the run, however it forked.
-        if done or now - last_scan >= SCAN_S:
+        if done or now >= next_scan:
             since, last_scan = now - last_scan, now
             live = _run_pids()
             used, rss, running = _usage(live)
@@ -349,6 +357,11 @@ def run(
                 busy += min(since, 2 * SCAN_S) if running and was_running else 0.0
                 window.add(now, busy, 0.0)
             was_running = running
+            if now >= sample_from or lim["poll_memory"]:
+                next_scan = now + SCAN_S  # the pace's readings, or memory by its RSS
+            else:
+                ahead = runstatus.cpu_check_after(cpu, lim["time_s"], ncpu, SCAN_S, scan_cap)
+                next_scan = min(now + ahead, max(sample_from, now + SCAN_S))
         if not reason:
             elapsed = now - started
             if cpu > lim["time_s"]:
@@ -373,7 +386,7 @@ def run(
             # The program is done: what it left running is killed and counted below, as
             # the default tier's init ends a run when its program exits.
             break
-        interval = min(interval * 2, POLL_S)
+        interval = min(interval * 2, scan_cap)
     leftovers = len(_run_pids())
     if leftovers or open_fds:
         _kill_all()

@@ -205,10 +205,9 @@ class Supervision:
                             cpu_used = self.cg.cpu_seconds()
                             if cpu_used > limits.time_s:
                                 stop("time")
-                            # CPU grows at most ncpu seconds per wall second: sleep until
-                            # the earliest moment the limit could be crossed.
-                            remaining = (limits.time_s - cpu_used) / self.ncpu
-                            next_cpu_check = now + min(max(remaining, 0.002), self.req.cpu_poll_s)
+                            next_cpu_check = now + run_status.cpu_check_after(
+                                cpu_used, limits.time_s, self.ncpu, 0.002, self.req.cpu_poll_s
+                            )
                     elif not self.hard_killed and now - self.killed_at > KILL_GRACE_S:
                         self.hard_killed = True
                         hard_kill()

@@ -96,6 +96,15 @@ def stretched_wall(wall_s: float, explicit: bool) -> float:
     return wall_s if explicit else wall_s * WALL_STRETCH
 
 
+def cpu_check_after(cpu_s: float, time_s: float, ncpu: int, floor_s: float, cap_s: float) -> float:
+    """Seconds until a run's CPU time must be read again: the earliest moment it could
+    cross ``time_s`` (CPU grows at most ``ncpu`` seconds per wall second), at least
+    ``floor_s`` and at most ``cap_s`` (the request's ``cpu_poll_s``: how far past its limit
+    a run may go). A run far from its limit, a session's agent of hours, is read rarely;
+    under gVisor each reading is a walk of the sandbox kernel's /proc, paid in host CPU."""
+    return min(max((time_s - cpu_s) / max(1, ncpu), floor_s), cap_s)
+
+
 def on_course(
     demand: float, cpu_s: float, time_s: float, now: float, started: float, hard_wall: float
 ) -> bool:
