@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -133,6 +134,32 @@ def test_extra_fds_and_stop_fd(gvisor: Runner, many: bool, request: pytest.Fixtu
     os.close(stop_r)
     os.close(stop_w)
     assert stopped.status == "runtime_error" and stopped.signal == 9
+
+
+def test_a_run_ends_while_the_caller_holds_its_fd_open(gvisor: Runner) -> None:
+    """A session's channel stays open on the caller's side until its run's answer is back:
+    the answer must not wait for the caller to close it (it waited the relay's 5 s, and a
+    session ended by its CPU budget read as a crash), and what the program wrote before it
+    ended still arrives whole."""
+    ours, theirs = socket.socketpair()
+    code = b"import os\nos.write(3, b'x' * 200000)\n"
+    req = RunRequest("python", ["/work/main.py"], [("main.py", code, 0o644)])
+    got = bytearray()
+
+    def read() -> None:
+        while chunk := ours.recv(1 << 16):
+            got.extend(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    started = time.monotonic()
+    res = gvisor.execute(replace(req, pass_fds=(theirs.detach(),)))
+    answered = time.monotonic() - started
+    reader.join(10)
+    ours.close()
+    assert res.status == "ok", res.stderr
+    assert answered < 4, f"the answer waited {answered:.1f} s for the caller's end"
+    assert bytes(got) == b"x" * 200000
 
 
 def test_judging_with_the_trusted_call_server(gvisor: Runner) -> None:

@@ -154,40 +154,54 @@ class Container:
         relays: list[threading.Thread] = []
         hard_wall = run_status.stretched_wall(lim.effective_wall_s, lim.wall_s is not None)
         deadline = started + hard_wall + defaults.GVISOR_ANSWER_GRACE_S
+        # Closed when the run is over (answered, stopped or given up): the relays then stop
+        # feeding the program and end once its side is drained, instead of waiting for the
+        # caller to close its end (a session's channel stays open until its run's answer
+        # is back: the session's end reason waited 5 s and read as a crash).
+        over_r, over_w = os.pipe2(os.O_CLOEXEC) if req.pass_fds else (-1, -1)
         try:
-            send(self.wfd, msg)
-            for blob in [*(c for _p, c, _m in req.files), req.stdin]:
-                if not send_bytes(self.wfd, blob, deadline):
-                    if self._out_of_memory():
-                        return self._files_too_big(started)
-                    raise SandboxError("gVisor sandbox stopped reading the run's files")
-            for listener, fd in zip(listeners, req.pass_fds, strict=True):
-                listener.settimeout(defaults.GVISOR_START_TIMEOUT_S)
-                conn, _ = listener.accept()
-                pump = threading.Thread(
-                    target=relay, args=(conn, fd), daemon=True, name="assay-gvisor-fd"
-                )
-                pump.start()
-                relays.append(pump)
-        except OSError as exc:
-            raise SandboxError(f"gVisor sandbox unreachable: {exc}") from exc
+            try:
+                send(self.wfd, msg)
+                for blob in [*(c for _p, c, _m in req.files), req.stdin]:
+                    if not send_bytes(self.wfd, blob, deadline):
+                        if self._out_of_memory():
+                            return self._files_too_big(started)
+                        raise SandboxError("gVisor sandbox stopped reading the run's files")
+                for listener, fd in zip(listeners, req.pass_fds, strict=True):
+                    listener.settimeout(defaults.GVISOR_START_TIMEOUT_S)
+                    conn, _ = listener.accept()
+                    pump = threading.Thread(
+                        target=relay,
+                        args=(conn, fd, os.dup(over_r)),
+                        daemon=True,
+                        name="assay-gvisor-fd",
+                    )
+                    pump.start()
+                    relays.append(pump)
+            except OSError as exc:
+                raise SandboxError(f"gVisor sandbox unreachable: {exc}") from exc
+            finally:
+                for listener in listeners:
+                    listener.close()
+                for fd in req.pass_fds[len(relays) :]:  # never handed to a relay
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                if over_r >= 0:
+                    os.close(over_r)  # each relay has its own copy
+            staged = recv(self.rfd, deadline)
+            if staged is None and self._out_of_memory():
+                return self._files_too_big(started)
+            if staged is None or staged.get("kind") != "staged":  # the server's error instead
+                answer = staged
+            elif req.stop_fd >= 0 and not wait_answer(self.rfd, req.stop_fd, deadline):
+                # Stopped by the caller: the whole sandbox goes, as a killed program.
+                raise Stopped
+            else:
+                answer = recv(self.rfd, deadline)
         finally:
-            for listener in listeners:
-                listener.close()
-            for fd in req.pass_fds[len(relays) :]:  # never handed to a relay
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        staged = recv(self.rfd, deadline)
-        if staged is None and self._out_of_memory():
-            return self._files_too_big(started)
-        if staged is None or staged.get("kind") != "staged":  # the server's error instead
-            answer = staged
-        elif req.stop_fd >= 0 and not wait_answer(self.rfd, req.stop_fd, deadline):
-            # Stopped by the caller: the whole sandbox goes, as a killed program.
-            raise Stopped
-        else:
-            answer = recv(self.rfd, deadline)
-        for pump in relays:
+            if over_w >= 0:
+                os.close(over_w)
+        for pump in relays:  # (a stopped run's relays end with its sandbox)
             pump.join(timeout=5)
         if answer is None and self._out_of_memory():
             # The host kernel stopped the run at its memory limit: the sandbox went with it.

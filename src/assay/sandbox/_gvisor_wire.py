@@ -75,11 +75,13 @@ def _shut_write(fd: int) -> None:
         sock.close()
 
 
-def relay(conn: socket.socket, fd: int) -> None:
+def relay(conn: socket.socket, fd: int, over: int = -1) -> None:
     """Copy bytes between ``conn`` (the exec server's connection, which the program holds as
     fd 3, 4, ...) and the caller's ``fd`` until both directions are done, then close both
     (the caller passed ``fd``'s ownership with the request). ``fd`` may be a socket (both
-    ways) or one end of a pipe (the one way its access mode allows)."""
+    ways) or one end of a pipe (the one way its access mode allows). ``over`` (owned, closed
+    here too) turns readable when the run is over: nothing more goes to the program then,
+    and what it wrote is passed on to its end."""
     mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
     to_caller = mode != os.O_RDONLY  # what the program writes, the caller reads
     to_program = mode != os.O_WRONLY  # what the caller writes, the program reads
@@ -89,11 +91,20 @@ def relay(conn: socket.socket, fd: int) -> None:
     try:
         while to_caller or to_program:
             watch = ([cfd] if to_caller else []) + ([fd] if to_program else [])
+            if to_program and over >= 0:
+                watch.append(over)
             # poll, not select: the host's descriptors pass 1024 under load.
             poller = select.poll()
             for w in watch:
                 poller.register(w, select.POLLIN)
             for r, _ in poller.poll(1000):
+                if r == over:
+                    if to_program:
+                        to_program = False
+                        _shut_write(cfd)
+                    continue
+                if r == fd and not to_program:
+                    continue  # (the run ended in this same poll)
                 try:
                     data = os.read(r, 1 << 16)
                 except OSError:
@@ -108,8 +119,10 @@ def relay(conn: socket.socket, fd: int) -> None:
                     _shut_write(cfd)
     finally:
         conn.close()
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        for own in (fd, over):
+            if own >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(own)
 
 
 def send(fd: int, msg: dict[str, Any]) -> None:
