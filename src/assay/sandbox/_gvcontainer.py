@@ -39,8 +39,12 @@ class Pool(Protocol):
     def spec(self, bundle: str) -> dict[str, Any]: ...
 
 
-#: The sandbox's host cgroup while it starts (the Sentry, gofer and runsc themselves).
-START_LIMITS = CgroupLimits(memory_bytes=1 << 30, pids=4096)
+#: The sandbox's host cgroup while it starts (the Sentry, gofer and runsc themselves). A
+#: start (~0.3 s of CPU) is the pool's own refill, done ahead of need: it runs at a
+#: session's CPU weight, so a tenant whose sessions use up containers as fast as they can
+#: be started does not take the CPU from judged runs at their full weight (each run arms
+#: its own weight).
+START_LIMITS = CgroupLimits(memory_bytes=1 << 30, pids=4096, cpu_weight=defaults.SESSION_CPU_WEIGHT)
 #: Host memory a run may add to its sandbox beyond its ``memory_mb`` (the Sentry's own
 #: bookkeeping for the run counts against the run, as kernel memory does in a cgroup).
 HOST_SLACK = 0
