@@ -12,10 +12,11 @@ from dataclasses import replace
 import pytest
 
 from assay import Limits, Runner
-from assay.errors import ValidationError
+from assay.errors import SessionEnded, ValidationError
 from assay.judge import Judge, Problem, Submission, TestCase
 from assay.sandbox import RunRequest, SandboxConfig
 from assay.sandbox.gvisor import available
+from assay.sessions import Session, SessionLimits
 
 OK, WHY = available()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not OK, reason=WHY)]
@@ -160,6 +161,24 @@ def test_a_run_ends_while_the_caller_holds_its_fd_open(gvisor: Runner) -> None:
     assert res.status == "ok", res.stderr
     assert answered < 4, f"the answer waited {answered:.1f} s for the caller's end"
     assert bytes(got) == b"x" * 200000
+
+
+def test_a_sessions_cpu_limits_hold(gvisor: Runner) -> None:
+    """The session's CPU budget ends it as ``cpu_limit`` (it read as ``crashed``: the end
+    waited for the channel's relay), and a step's CPU limit stops a step whose process was
+    forked after the limit was set (gVisor, release 20221219, does not arm RLIMIT_CPU in
+    such a process: the step ran to its 20 s timeout; the agent now stops it)."""
+    limits = SessionLimits(cpu_s=60, memory_mb=256, processes=32, disk_mb=64, step_cpu_s=1)
+    with Session(gvisor, limits=limits) as s:
+        spin = s.exec("python3 -c 'while True: pass'", timeout_s=20)
+        assert s.exec("echo usable").stdout == b"usable\n"
+    assert spin.reason == "cpu_limit" and not spin.timed_out, spin
+    assert 1.0 <= spin.cpu_s < 5, spin
+    with (
+        Session(gvisor, limits=SessionLimits(cpu_s=1.0)) as s,
+        pytest.raises(SessionEnded, match="cpu_limit"),
+    ):
+        s.exec("while :; do :; done", timeout_s=60)
 
 
 def test_judging_with_the_trusted_call_server(gvisor: Runner) -> None:

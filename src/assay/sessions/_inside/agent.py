@@ -28,10 +28,11 @@ import threading
 import time
 from typing import Any
 
-from .procs import GUARD, Fault, exhausted, kill_group
+from .procs import GUARD, Fault, exhausted, kill_group, most_cpu
 from .workspace import WORK, Conn, Refused, workspace_op
 
 STATE = "/tmp/.assay-session"
+NCPU = max(1, os.cpu_count() or 1)
 CHUNK = 1 << 16
 SHELL = "/bin/bash"
 BASE_ENV = {
@@ -124,6 +125,15 @@ class Step:
         last_output = start
         reason = None
         status = None
+        # The step's CPU limit is RLIMIT_CPU, set before its shell starts and inherited by
+        # every process it forks; where the kernel does not arm it in a forked process
+        # (gVisor's, up to at least release 20221219: a step's `python3 -c 'while True:
+        # pass'` ran to its wall timeout), the agent kills the group when one of its
+        # processes is past the hard limit (soft + 1 s, where the host kernel's SIGKILL
+        # comes), reading their CPU when one could first be there.
+        hard = self.cpu + 1 if self.cpu is not None else None
+        next_cpu = start + hard / NCPU if hard is not None else math.inf
+        seen_cpu = 0.0  # the most CPU one of its processes was seen to use
         while status is None:
             now = time.monotonic()
             deadline = start + self.timeout
@@ -131,10 +141,16 @@ class Step:
                 deadline = min(deadline, last_output + self.idle)
             if now >= deadline:
                 reason = "timeout" if now >= start + self.timeout else "idle_timeout"
+            elif hard is not None and now >= next_cpu:
+                used = seen_cpu = most_cpu(pid)
+                if used >= hard:
+                    reason = "cpu_limit"
+                next_cpu = now + min(max((hard - used) / NCPU, 0.05), 0.5)
+            if reason is not None:
                 kill_group(pid)
                 _, status, usage = waiter.join() if waiter else os.wait4(pid, 0)
                 break
-            wait_ms = max(1, int((deadline - now) * 1000) + 1)
+            wait_ms = max(1, int((min(deadline, next_cpu) - now) * 1000) + 1)
             if pidfd < 0 and waiter is None:
                 wait_ms = min(wait_ms, 5)
             for fd, _ev in poller.poll(wait_ms):
@@ -191,7 +207,8 @@ class Step:
             except OSError:
                 pass
         code = os.waitstatus_to_exitcode(status)
-        cpu_used = usage.ru_utime + usage.ru_stime
+        # (a process killed with its group is reaped by the sandbox's init, not counted here)
+        cpu_used = max(usage.ru_utime + usage.ru_stime, seen_cpu)
         if reason is None and self.cpu is not None:
             # The shell, or the command it ran last, was stopped by RLIMIT_CPU: SIGXCPU at
             # the soft limit, SIGKILL at the hard one (rusage lags the limit by a tick or so).

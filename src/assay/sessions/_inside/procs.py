@@ -49,6 +49,25 @@ def _live_members(pgid: int) -> bool:
     return False
 
 
+def most_cpu(pgid: int) -> float:
+    """The most CPU seconds any live member of process group ``pgid`` has used (user and
+    system, all its threads): what ``RLIMIT_CPU`` counts, per process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    most = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        # After the command's name: state, ppid, pgrp, ..., utime (12th), stime (13th).
+        if len(fields) > 12 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            most = max(most, int(fields[11]) + int(fields[12]))
+    return most / tick
+
+
 #: errno values of a session out of a resource (processes, memory, descriptors).
 EXHAUSTED = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE})
 
