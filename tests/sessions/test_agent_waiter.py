@@ -12,11 +12,16 @@ import time
 from assay.sessions._inside.agent import Waiter
 
 
-def test_the_waiter_wakes_the_loop_when_the_step_ends() -> None:
+def _step(sleep_s: float, code: int) -> int:
     pid = os.fork()
     if pid == 0:
-        time.sleep(0.3)
-        os._exit(7)
+        time.sleep(sleep_s)
+        os._exit(code)
+    return pid
+
+
+def test_the_waiter_wakes_the_loop_when_the_step_ends() -> None:
+    pid = _step(0.3, 7)
     waiter = Waiter.start(pid)
     assert waiter is not None
     poller = select.poll()
@@ -35,10 +40,7 @@ def test_the_waiter_wakes_the_loop_when_the_step_ends() -> None:
 
 
 def test_a_killed_step_is_joined() -> None:
-    pid = os.fork()
-    if pid == 0:
-        time.sleep(60)
-        os._exit(0)
+    pid = _step(60, 0)
     waiter = Waiter.start(pid)
     assert waiter is not None
     try:

@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 
 def kill_group(pid: int) -> None:
@@ -35,25 +36,20 @@ def kill_group(pid: int) -> None:
 
 def _live_members(pgid: int) -> bool:
     """Whether process group ``pgid`` has a member that is not a zombie (from /proc)."""
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        # After the command's name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(True for _ in _members(pgid))
 
 
 def most_cpu(pgid: int) -> float:
     """The most CPU seconds any live member of process group ``pgid`` has used (user and
     system, all its threads): what ``RLIMIT_CPU`` counts, per process."""
-    tick = os.sysconf("SC_CLK_TCK")
-    most = 0
+    # After the command's name: ..., utime (12th field), stime (13th).
+    ticks = [int(f[11]) + int(f[12]) for f in _members(pgid) if len(f) > 12]
+    return max(ticks, default=0) / os.sysconf("SC_CLK_TCK")
+
+
+def _members(pgid: int) -> Iterator[list[bytes]]:
+    """The /proc stat fields (after the command's name: state, ppid, pgrp, ...) of each
+    live (not zombie) member of process group ``pgid``."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -62,10 +58,8 @@ def most_cpu(pgid: int) -> float:
                 fields = fh.read().rpartition(b")")[2].split()
         except OSError:
             continue
-        # After the command's name: state, ppid, pgrp, ..., utime (12th), stime (13th).
-        if len(fields) > 12 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            most = max(most, int(fields[11]) + int(fields[12]))
-    return most / tick
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            yield fields
 
 
 #: errno values of a session out of a resource (processes, memory, descriptors).
