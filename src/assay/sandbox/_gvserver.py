@@ -38,6 +38,7 @@ UID = 65534
 WORK = "/work"
 #: Where the host's relay sockets for a run's extra fds appear (a bind of the bundle's dir).
 UDS = "/dev/.assay-uds"
+POLL_S = 0.005
 SCAN_S = 0.01
 _CLK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -343,8 +344,8 @@ def run(
                 status = wstatus
         now = time.monotonic()
         done = status is not None and not open_fds
-        # The gVisor kernel's /proc is read every SCAN_S (and once at the end): CPU time
-        # and memory of every process of the run, however it forked.
+        # The gVisor kernel's /proc is read when due (``next_scan``) and once at the end:
+        # CPU time and memory of every process of the run, however it forked.
         if done or now >= next_scan:
             since, last_scan = now - last_scan, now
             live = _run_pids()
@@ -386,7 +387,10 @@ def run(
             # The program is done: what it left running is killed and counted below, as
             # the default tier's init ends a run when its program exits.
             break
-        interval = min(interval * 2, scan_cap)
+        # With its output open, the program's exit wakes the poll (EOF), and a long wait
+        # costs nothing; once both are closed, its exit follows within moments and only
+        # asking finds it: look every POLL_S at most.
+        interval = min(interval * 2, scan_cap if open_fds else POLL_S)
     leftovers = len(_run_pids())
     if leftovers or open_fds:
         _kill_all()
