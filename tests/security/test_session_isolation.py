@@ -33,7 +33,13 @@ def _start_tagged(session: Session, tag: str) -> int:
     """A background process named ``tag`` (its ``comm`` on the host); its in-session pid."""
     step = session.exec(f"cp /bin/sleep /tmp/{tag} && (/tmp/{tag} 600 >/dev/null 2>&1 &) ; echo ok")
     assert step.stdout == b"ok\n", step
-    return int(session.exec(f"pgrep -x {tag}").stdout)
+    # The step's subshell only forked it: on a busy host it may not have exec'd (taken its
+    # name) by the time the step has returned and the next one runs.
+    found = session.exec(
+        f"for _ in $(seq 100); do pgrep -x {tag} && exit; sleep 0.05; done; exit 1"
+    )
+    assert found.exit_code == 0, found
+    return int(found.stdout)
 
 
 def _host_cgroup(runner, pid: int) -> str:  # type: ignore[no-untyped-def]
@@ -98,7 +104,11 @@ def test_nothing_of_an_ended_session_is_left(no_idle_runner, host, how) -> None:
     with open("/proc/self/mountinfo") as fh:
         mounts_before = fh.read().count("\n")
     s = Session(no_idle_runner, limits=LIMITS, idle_ttl_s=1.0 if how == "idle_ttl" else 600)
-    _start_tagged(s, tag)
+    try:
+        _start_tagged(s, tag)
+    except BaseException:
+        s.close()  # not left to the next test (the pool is shared), where it reads as a leak
+        raise
     s.exec("head -c 100000 /dev/urandom > /work/blob; echo x > /dev/shm/mark; echo y > /tmp/mark")
     (pid,) = host.processes_named(tag)
     cgroup = _host_cgroup(no_idle_runner, pid)
