@@ -31,12 +31,16 @@ def _leader() -> int:
 
 def test_the_busiest_process_of_the_group_is_read() -> None:
     leader, other = _leader(), _leader()
+    started = time.monotonic()
     spinner = _spinner(leader)
     try:
-        assert most_cpu(leader) < 0.5
-        time.sleep(1.0)
         busy = most_cpu(leader)
-        assert 0.3 <= busy <= 1.5, busy  # one process, one core at most (a busy host: less)
+        while busy < 0.3 and time.monotonic() - started < 30:  # (slower on a busy host)
+            time.sleep(0.05)
+            busy = most_cpu(leader)
+        assert busy >= 0.3, busy
+        # One process, so at most one CPU second per second (and a tick of rounding).
+        assert busy <= time.monotonic() - started + 0.02, busy
         assert most_cpu(other) < 0.1  # another group's processes do not count
     finally:
         for group in (leader, other):
