@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay import Runner
+from assay import Limits, Runner
 from assay.sessions import Session
 from assay.tasks import AgentTask
 
@@ -261,8 +261,13 @@ def test_rewriting_a_later_test_file_at_run_time(runner: Runner, kind: str) -> N
 def test_shadowing_a_module_the_tests_import(runner: Runner) -> None:
     """A workspace ``numpy.py`` whose ``allclose`` always agrees (numpy is Debian's
     python3-numpy in the sandbox; the fix must still pass with the real one)."""
-    if runner.run("import numpy").status != "ok":  # an image without it (make security-image)
+    # Generous limits: importing numpy under gVisor on a busy host passed the default ones,
+    # and a time_limit read as "no numpy" skipped the test.
+    probe = runner.run("import numpy", limits=Limits(time_s=30, memory_mb=1024))
+    if probe.status == "runtime_error" and b"ModuleNotFoundError" in probe.stderr:
+        # an image without it (make security-image)
         pytest.skip("the sandbox's root has no numpy (Debian package python3-numpy)")
+    assert probe.status == "ok", probe
     tests = (
         "import numpy as np\nfrom calc import add\n\n\ndef test_add():\n"
         "    assert np.allclose(add(2, 3), 5)\n"
