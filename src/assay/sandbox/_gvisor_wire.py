@@ -18,15 +18,19 @@ from ._zygote import readable
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PYRUN = os.path.join(_HERE, "_inside", "pyrun.py")
+_PYEXIT = os.path.join(_HERE, "_inside", "pyexit.py")
 _SERVER = os.path.join(_HERE, "_gvserver.py")
 _KERNEL = os.path.join(_HERE, "_gvkernel.py")
 _STATUS = os.path.join(_HERE, "_inside", "status.py")
 
 
 def server_program() -> str:
-    """The container's ``python -c`` text: ``pyrun`` as a module, then the server."""
+    """The container's ``python -c`` text: ``pyrun`` (and the ``pyexit`` it imports, as
+    ``assay_pyexit``) as a module, then the server."""
     with open(_PYRUN, encoding="utf-8") as fh:
         pyrun = fh.read()
+    with open(_PYEXIT, encoding="utf-8") as fh:
+        pyexit = fh.read()
     with open(_SERVER, encoding="utf-8") as fh:
         server = fh.read()
     with open(_KERNEL, encoding="utf-8") as fh:
@@ -34,7 +38,9 @@ def server_program() -> str:
     with open(_STATUS, encoding="utf-8") as fh:
         status = fh.read()
     return (
-        "# assay gVisor server\nimport types as _types\n"
+        "# assay gVisor server\nimport sys as _sys\nimport types as _types\n"
+        "_pyexit = _sys.modules['assay_pyexit'] = _types.ModuleType('assay_pyexit')\n"
+        f"exec(compile({pyexit!r}, '<assay-gvisor-pyexit>', 'exec'), _pyexit.__dict__)\n"
         "pyrun = _types.ModuleType('pyrun')\n"
         f"exec(compile({pyrun!r}, '<assay-gvisor-pyrun>', 'exec'), pyrun.__dict__)\n"
         "gvkernel = _types.ModuleType('gvkernel')\n"

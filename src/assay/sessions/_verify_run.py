@@ -58,8 +58,10 @@ Execute = Callable[[RunRequest], ExecResult]
 
 
 @cache
-def _runner_source(name: str = "verify_runner.py") -> bytes:
-    return resources.files("assay.sessions._inside").joinpath(name).read_bytes()
+def _runner_source(
+    name: str = "verify_runner.py", package: str = "assay.sessions._inside"
+) -> bytes:
+    return resources.files(package).joinpath(name).read_bytes()
 
 
 def is_runner_config(path: str) -> bool:
@@ -272,6 +274,8 @@ def run_tests(
     files += [
         (f"{RUNNER_DIR}/runner.py", _runner_source(), 0o444),
         (f"{RUNNER_DIR}/verify_boot.py", _runner_source("verify_boot.py"), 0o444),
+        # How a test script's process ends, as the sandbox's runs end (the boot imports it).
+        (f"{RUNNER_DIR}/pyexit.py", _runner_source("pyexit.py", "assay.sandbox._inside"), 0o444),
         (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),
         (f"{RUNNER_DIR}/pytest.ini", b"[pytest]\n", 0o444),
     ]

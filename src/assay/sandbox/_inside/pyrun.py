@@ -8,13 +8,18 @@ and tracebacks that start at the program's own frame.
 
 from __future__ import annotations
 
-import atexit  # imported here, in the fork server: importing it per run costs ~0.5 ms
 import io
 import marshal
 import os
 import sys
 import types
 from importlib.util import MAGIC_NUMBER
+
+# Imported here, in the fork server (``atexit``, which it imports, costs ~0.5 ms per run).
+if __package__:
+    from . import pyexit
+else:  # gVisor's exec server made this module from its text, after ``assay_pyexit``
+    pyexit = sys.modules["assay_pyexit"]
 
 _PREBUILT: tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper] | None = None
 _KEPT: list[object] = []
@@ -73,32 +78,6 @@ def _streams() -> None:
     sys.stderr = sys.__stderr__ = stderr  # type: ignore[misc]
 
 
-def _exit_code(exc: SystemExit) -> int:
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except Exception:
-        pass
-    return 1
-
-
-def _flush() -> int:
-    status = 0
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except BrokenPipeError:
-            status = 120
-        except Exception:
-            status = 120
-    return status
-
-
 def run(path: str, argv: list[str], base_path: list[str]) -> None:
     """Execute ``path`` as ``__main__`` and terminate the process with its exit status."""
     _streams()
@@ -122,7 +101,7 @@ def run(path: str, argv: list[str], base_path: list[str]) -> None:
         del source
         exec(code, main.__dict__)
     except SystemExit as exc:
-        status = _exit_code(exc)
+        status = pyexit.exit_status(exc)
     except BaseException as exc:  # the interpreter prints it and exits 1
         tb = exc.__traceback__
         if tb is not None and tb.tb_frame.f_code is run.__code__:
@@ -133,22 +112,4 @@ def run(path: str, argv: list[str], base_path: list[str]) -> None:
         except BaseException:
             pass
         status = 1
-    status = _shutdown(status)
-    os._exit(status)
-
-
-def _shutdown(status: int) -> int:
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        atexit._run_exitfuncs()
-    except SystemExit as exc:
-        status = _exit_code(exc)
-    except BaseException:
-        pass
-    flushed = _flush()
-    return status or flushed
+    os._exit(pyexit.shutdown(status))

@@ -14,10 +14,10 @@ objects, stdio) before ``os._exit``.
 Stdlib only, run by the sandbox's interpreter (an image's may be older: Python 3.6 syntax).
 """
 
-import atexit
 import os
 import sys
 
+import assay_pyexit as pyexit  # type: ignore[import-not-found]
 import assay_verify_conf as conf  # type: ignore[import-not-found]
 
 CODE_NAME = "<assay test_command>"
@@ -78,7 +78,7 @@ def _module_file(name):
     return os.path.realpath(origin) if origin else None
 
 
-def _untrusted(tb, library):
+def _untrusted(tb, library, trusted, root, realpath):
     """The frames between the script and the raise that are neither trusted scripts nor the
     interpreter's library: the code under test, wherever its files are."""
     out = []
@@ -87,17 +87,38 @@ def _untrusted(tb, library):
         if name in (CODE_NAME, __file__) or name.startswith("<frozen "):
             tb = tb.tb_next
             continue
-        path = os.path.realpath(name) if name and not name.startswith("<") else name
-        if path not in conf.TRUSTED and not path.startswith(library):
-            where = path[len(conf.ROOT) + 1 :] if path.startswith(conf.ROOT + "/") else path
+        path = realpath(name) if name and not name.startswith("<") else name
+        if path not in trusted and not path.startswith(library):
+            where = path[len(root) + 1 :] if path.startswith(root + "/") else path
             out.append(f"{where}:{tb.tb_lineno}")
         tb = tb.tb_next
     return out
 
 
-def run(found, sock, token, pid):
+def run(
+    found,
+    sock,
+    token,
+    pid,
+    _bound=(
+        _untrusted,
+        conf.TRUSTED,
+        conf.ROOT,
+        os.path.realpath,
+        pyexit.exit_status,
+        pyexit.shutdown,
+        os.write,
+        os.getpid,
+        os._exit,
+    ),
+):
     """Run the test script ``found`` (from :func:`target`) as ``__main__``, then end the
-    process; the token goes back only for an exit the script itself made."""
+    process; the token goes back only for an exit the script itself made.
+
+    What decides that is bound here (``_bound``), when the boot imports this module before
+    any code of the workspace runs: the code under test shares this process and may rebind
+    this module's names, the settings' and ``os``'s; it cannot reach these."""
+    untrusted, trusted, root, realpath, exit_status, shutdown, write, getpid, end = _bound
     import __main__
 
     library = _library()
@@ -125,8 +146,8 @@ def run(found, sock, token, pid):
                 sys.path.insert(0, os.getcwd())
             runpy._run_module_as_main(what, alter_argv=True)
     except SystemExit as exc:
-        status = _exit_status(exc.code)
-        raisers = _untrusted(exc.__traceback__, library)
+        status = exit_status(exc)
+        raisers = untrusted(exc.__traceback__, library, trusted, root, realpath)
         if raisers:
             why = (
                 f"assay: SystemExit({exc.code!r}) was raised by the code under test "
@@ -136,48 +157,9 @@ def run(found, sock, token, pid):
     except BaseException:
         sys.excepthook(*sys.exc_info())
         status = 1
-    _shutdown()
+    status = shutdown(status)
     if why:
-        os.write(2, why.encode())
-    elif os.getpid() == pid:
+        write(2, why.encode())
+    elif getpid() == pid:
         sock.sendall(token)
-    os._exit(status)
-
-
-def _exit_status(code):
-    """The status the interpreter gives ``SystemExit(code)`` (a non-int is printed: 1)."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    sys.stderr.write(f"{code}\n")
-    return 1
-
-
-def _shutdown():
-    """What the interpreter does at exit, in its order: wait for non-daemon threads, run
-    the exit functions, let objects close (files flush), flush stdio."""
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
-            threading._shutdown()
-        except BaseException:
-            pass
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    try:
-        import gc
-
-        import __main__
-
-        __main__.__dict__.clear()
-        gc.collect()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
+    end(status)

@@ -272,14 +272,17 @@ finally:
 
 
 def _boot_main_files(spec: dict[str, Any]) -> dict[str, str]:
-    """The boot's test-script runner (``verify_boot.py``, shipped beside this file) and its
-    settings, as modules of the boot zip."""
+    """The boot's test-script runner (``verify_boot.py``, shipped beside this file, with the
+    ``pyexit.py`` it imports) and its settings, as modules of the boot zip."""
     root = spec["root"]
     trusted = sorted(os.path.realpath(os.path.join(root, p)) for p in spec.get("trusted") or [])
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify_boot.py")) as fh:
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "verify_boot.py")) as fh:
         main = fh.read()
+    with open(os.path.join(here, "pyexit.py")) as fh:
+        pyexit = fh.read()
     conf = f"ROOT = {root!r}\nTRUSTED = frozenset({trusted!r})\nCOMMAND = {spec['command']!r}\n"
-    return {"assay_verify_main.py": main, "assay_verify_conf.py": conf}
+    return {"assay_verify_main.py": main, "assay_verify_conf.py": conf, "assay_pyexit.py": pyexit}
 
 
 def _boot_zip(guard_source: str, modules: dict[str, str]) -> int:
