@@ -30,7 +30,7 @@ def _closed_writer() -> None:
 
 
 def _serve_bad_slots() -> None:
-    from assay.server.cli import serve
+    from assay.server.serving import serve
 
     serve(slots=0)
 

@@ -50,7 +50,7 @@ def _register_image() -> None:
 
 
 def _register_serve() -> None:
-    from ..server.cli import serve_command
+    from .serve import serve_command
 
     app.command("serve")(serve_command)
 

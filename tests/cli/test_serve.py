@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from assay.cli import app
-from assay.server import cli as server_cli
+from assay.server import serving
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs/guides/service.md"
 
@@ -20,7 +20,7 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs/guides/service.md"
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(server_cli, "serve", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(serving, "serve", lambda *a, **k: calls.append(a))
     return calls
 
 
@@ -51,7 +51,7 @@ def test_bad_slots_name_the_option(served: list[tuple[Any, ...]]) -> None:
 
 def test_auto_is_two_per_cpu_as_the_guide_says() -> None:
     cpus = len(os.sched_getaffinity(0))
-    assert server_cli.slot_count("auto") == 2 * cpus
+    assert serving.slot_count("auto") == 2 * cpus
     text = GUIDE.read_text()
     assert re.search(r"assay serve .*--slots auto = 2 per CPU", text)
     assert "cores + 1" not in text and "serve --workers" not in text
