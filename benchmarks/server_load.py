@@ -73,7 +73,7 @@ def free_port() -> int:
 
 def start(kind: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     if kind == "assay":
-        code = f"from assay.server.cli import serve; serve(port={port}, log_level='warning')"
+        code = f"from assay.server.serving import serve; serve(port={port}, log_level='warning')"
     else:
         here = os.path.dirname(os.path.abspath(__file__))
         code = (
