@@ -30,18 +30,25 @@ _BINOPS: dict[type, list[type]] = {
     ast.LShift: [ast.RShift],
     ast.RShift: [ast.LShift],
 }
-_CMPOPS: dict[type, list[type]] = {
-    ast.Lt: [ast.LtE, ast.Gt],
-    ast.LtE: [ast.Lt, ast.GtE],
-    ast.Gt: [ast.GtE, ast.Lt],
-    ast.GtE: [ast.Gt, ast.LtE],
-    ast.Eq: [ast.NotEq],
-    ast.NotEq: [ast.Eq],
-    ast.In: [ast.NotIn],
-    ast.NotIn: [ast.In],
-    ast.Is: [ast.IsNot],
-    ast.IsNot: [ast.Is],
-}
+
+
+def _both_ways(*rules: tuple[tuple[type, type], ...]) -> dict[type, list[type]]:
+    """Each operator's replacements, from rules of pairs that replace each other."""
+    out: dict[type, list[type]] = {}
+    for rule in rules:
+        for a, b in rule:
+            out.setdefault(a, []).append(b)
+            out.setdefault(b, []).append(a)
+    return out
+
+
+#: A comparison's mutants: its boundary moved (``<`` and ``<=``), its direction reversed
+#: (``<`` and ``>``), its test negated (``==`` and ``!=``, ``in``, ``is``).
+_CMPOPS = _both_ways(
+    ((ast.Lt, ast.LtE), (ast.Gt, ast.GtE)),
+    ((ast.Lt, ast.Gt), (ast.LtE, ast.GtE)),
+    ((ast.Eq, ast.NotEq), (ast.In, ast.NotIn), (ast.Is, ast.IsNot)),
+)
 
 
 @dataclass(frozen=True, slots=True)

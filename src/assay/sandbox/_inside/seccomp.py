@@ -20,6 +20,7 @@ import ctypes
 import errno
 import os
 import socket
+import struct
 
 from . import linux
 
@@ -216,17 +217,12 @@ class _ArgCmp(ctypes.Structure):
     ]
 
 
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
+#: One BPF instruction (``struct sock_filter``): code, jump if true, jump if false, operand.
+_INSN = struct.Struct("=HBBI")
 
 
 class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 class SeccompUnavailable(RuntimeError):
@@ -237,10 +233,10 @@ class Filter:
     """A compiled filter, ready to be loaded into the calling thread with :meth:`load`."""
 
     def __init__(self, bpf: bytes) -> None:
-        n = len(bpf) // ctypes.sizeof(_SockFilter)
+        n = len(bpf) // _INSN.size
         self.bpf = bpf
-        self._array = (_SockFilter * n).from_buffer_copy(bpf)
-        self._prog = _SockFprog(n, ctypes.cast(self._array, ctypes.POINTER(_SockFilter)))
+        self._buffer = ctypes.create_string_buffer(bpf, len(bpf))  # kept: the prog points in
+        self._prog = _SockFprog(n, ctypes.addressof(self._buffer))
         self.instructions = n
 
     def load(self) -> None:
@@ -356,7 +352,7 @@ X32_SYSCALL_BIT = 0x40000000
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return bytes(_SockFilter(code, jt, jf, k & 0xFFFFFFFF))
+    return _INSN.pack(code, jt, jf, k & 0xFFFFFFFF)
 
 
 def prefix(arch: int) -> bytes:
