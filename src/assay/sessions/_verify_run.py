@@ -274,6 +274,7 @@ def run_tests(
     files += [
         (f"{RUNNER_DIR}/runner.py", _runner_source(), 0o444),
         (f"{RUNNER_DIR}/verify_boot.py", _runner_source("verify_boot.py"), 0o444),
+        (f"{RUNNER_DIR}/verify_watch.py", _runner_source("verify_watch.py"), 0o444),
         # How a test script's process ends, as the sandbox's runs end (the boot imports it).
         (f"{RUNNER_DIR}/pyexit.py", _runner_source("pyexit.py", "assay.sandbox._inside"), 0o444),
         (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),

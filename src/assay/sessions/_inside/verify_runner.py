@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from verify_watch import changed, snapshot  # type: ignore[import-not-found]  # shipped beside
+
 
 def _make_emit() -> Any:
     """The one writer of report lines; the secret lives only in its closure (not a global a
@@ -87,36 +89,6 @@ class Guard:
         return spec
 
 
-def _snapshot(modules: list[str]) -> dict[tuple[str, ...], int]:
-    """Identity of every function of ``modules`` and every attribute of their classes (and
-    of builtins): what a workspace that patches the test runner or builtins changes."""
-    import builtins
-
-    seen: dict[tuple[str, ...], int] = {
-        ("builtins", k): id(v) for k, v in vars(builtins).items() if callable(v)
-    }
-    for name in modules:
-        mod = sys.modules.get(name)
-        if mod is None:
-            continue
-        for key, value in list(vars(mod).items()):
-            if not callable(value):
-                continue
-            seen[(name, key)] = id(value)
-            if isinstance(value, type) and getattr(value, "__module__", "") == name:
-                for attr, member in list(vars(value).items()):
-                    if callable(member) or hasattr(type(member), "__get__"):  # descriptors
-                        seen[(name, key, attr)] = id(member)
-    return seen
-
-
-def _changed(before: dict[tuple[str, ...], int], modules: list[str]) -> list[str]:
-    """What differs (changed, added or removed) between ``before`` and now."""
-    after = _snapshot(modules)
-    keys = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    return sorted(".".join(k) for k in keys)[:5]
-
-
 def _prepare(spec: dict[str, Any], base: list[str]) -> None:
     """The path of an editable install: the workspace's import roots, the project's
     metadata, then the environment's own packages (behind the guard)."""
@@ -137,7 +109,7 @@ def run_plain(
     root = spec["root"]
     _prepare(spec, base)
     watched = [m for m in sys.modules if m.startswith("importlib")]
-    before = _snapshot(watched)
+    before = snapshot(watched)
     for rel in spec["tests"]:
         path = os.path.join(root, rel)
         names = spec["plain"][rel]
@@ -173,7 +145,7 @@ def run_plain(
                 _emit({"id": nodeid, "outcome": "failed", "message": msg})
             else:
                 _emit({"id": nodeid, "outcome": "passed"})
-    return _changed(before, watched)
+    return list(changed(before, watched))
 
 
 def _outcome(report: Any) -> str:
@@ -193,7 +165,7 @@ def run_pytest(
     _prepare(spec, base)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     watched = [m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "pluggy")]
-    before = _snapshot(watched)
+    before = snapshot(watched)
 
     class Collect:
         def pytest_runtest_logreport(self, report: Any) -> None:
@@ -217,7 +189,7 @@ def run_pytest(
     args += spec["pytest_args"] if spec.get("pytest_args") is not None else spec["tests"]
     code = pytest.main(args, plugins=[Collect()])
     _emit({"exit": int(code)})
-    return _changed(before, watched)
+    return list(changed(before, watched))
 
 
 def _pin_pytest(pinned: dict[str, bytes]) -> None:
@@ -243,10 +215,13 @@ def _pin_pytest(pinned: dict[str, bytes]) -> None:
 
 
 _BOOT = """
-import atexit, os, socket, sys
+import sys
 def _assay_boot():
-    # Installed before any workspace code: the guard, and this process's registration.
+    # Installed before any workspace code, and first: the guard (every standard library
+    # module imported from here on, the boot's own included, comes from the library, never
+    # from an import root of the workspace), then this process's registration.
     sys.meta_path.insert(0, __import__("assay_verify_guard").Guard(sys.path[1:]))
+    import atexit, os, socket
     where = os.environ.get("ASSAY_VERIFY_SOCKET")
     if not where:
         return
@@ -254,18 +229,35 @@ def _assay_boot():
     sock.connect(where)
     token, pid, getframe = sock.recv(64), os.getpid(), sys._getframe
     main = __import__("assay_verify_main")
+    # The test framework and the builtins as they are before any workspace code: an exit
+    # after the code under test changed them counts nothing.
+    import unittest
+    watch = __import__("assay_verify_watch")
+    watched = [m for m in sys.modules if m.partition(".")[0] == "unittest"]
+    before, changed, write = watch.snapshot(watched), watch.changed, os.write
     target = main.target()
     if target is not None:  # a test script of the task's: run here, never returns
-        main.run(target, sock, token, pid)
+        main.run(target, sock, token, pid, watched, before)
     def done():
         # Only the process that registered, and only from the interpreter's own shutdown
         # (no Python frame calls it: code that runs the exit functions itself, or a forked
         # child exiting normally, does not count as this process's normal exit).
         if os.getpid() == pid and getframe(0).f_back is None:
+            tampered = changed(before, watched)
+            if tampered:
+                write(2, ("assay: the code under test changed the test framework or the "
+                          "builtins (%s): this exit counts nothing\\n" % ", ".join(tampered)).encode())
+                return
             sock.sendall(token)
     atexit.register(done)
 try:
     _assay_boot()
+except BaseException as exc:
+    # Fail closed: a process whose boot failed would run unregistered, its exit uncounted.
+    import os
+    os.write(2, ("assay: the verification boot failed (%s: %s): this process stops\\n"
+                 % (type(exc).__name__, exc)).encode())
+    os._exit(70)
 finally:
     del _assay_boot
 """
@@ -273,16 +265,32 @@ finally:
 
 def _boot_main_files(spec: dict[str, Any]) -> dict[str, str]:
     """The boot's test-script runner (``verify_boot.py``, shipped beside this file, with the
-    ``pyexit.py`` it imports) and its settings, as modules of the boot zip."""
+    ``pyexit.py`` and ``verify_watch.py`` it imports) and its settings, as modules of the boot
+    zip: the trusted scripts' sources among them, read now, before any code of the
+    workspace has run."""
     root = spec["root"]
     trusted = sorted(os.path.realpath(os.path.join(root, p)) for p in spec.get("trusted") or [])
+    sources = {}
+    for path in trusted:
+        try:
+            with open(path, "rb") as fh:
+                sources[path] = fh.read()
+        except OSError:  # named by the command but not a file of the task's: not trusted
+            pass
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "verify_boot.py")) as fh:
-        main = fh.read()
-    with open(os.path.join(here, "pyexit.py")) as fh:
-        pyexit = fh.read()
-    conf = f"ROOT = {root!r}\nTRUSTED = frozenset({trusted!r})\nCOMMAND = {spec['command']!r}\n"
-    return {"assay_verify_main.py": main, "assay_verify_conf.py": conf, "assay_pyexit.py": pyexit}
+    files = {}
+    for name, module in (
+        ("verify_boot.py", "assay_verify_main.py"),
+        ("pyexit.py", "assay_pyexit.py"),
+        ("verify_watch.py", "assay_verify_watch.py"),
+    ):
+        with open(os.path.join(here, name)) as fh:
+            files[module] = fh.read()
+    files["assay_verify_conf.py"] = (
+        f"ROOT = {root!r}\nTRUSTED = frozenset({trusted!r})\nSOURCES = {sources!r}\n"
+        f"COMMAND = {spec['command']!r}\n"
+    )
+    return files
 
 
 def _boot_zip(guard_source: str, modules: dict[str, str]) -> int:
