@@ -97,6 +97,17 @@ TRICKS: dict[str, list[str]] = {
         "builtins.isinstance = lambda *a: True\n"
         "EOF"
     ],
+    # The runner's function kept, its code swapped: identity checks alone miss it.
+    "swap_the_runners_code": [
+        "cat >> calc.py <<'EOF'\n"
+        "import sys\n"
+        "def _called(pyfuncitem):\n"
+        "    return True\n"
+        "for name, mod in list(sys.modules.items()):\n"
+        "    if name.startswith('_pytest') and hasattr(mod, 'pytest_pyfunc_call'):\n"
+        "        mod.pytest_pyfunc_call.__code__ = _called.__code__\n"
+        "EOF"
+    ],
     "forged_report_lines": [
         "cat >> calc.py <<'EOF'\n"
         "import os\n"

@@ -9,15 +9,17 @@ an image's older one: Python 3.6 syntax, standard library only.
 
 import builtins
 import sys
+from typing import Any
 
 
-def snapshot(modules: "list[str]") -> "dict[tuple[str, ...], int]":
-    """Identity of every function of ``modules`` and every attribute of their classes (and
-    of builtins): what a workspace that patches the test runner or builtins changes."""
-    seen = {}  # type: dict[tuple[str, ...], int]
+def snapshot(modules: "list[str]") -> "dict[tuple[str, ...], tuple[int, ...]]":
+    """What every function of ``modules`` and every attribute of their classes (and every
+    builtin) is and runs: what a workspace that patches the test runner or builtins
+    changes, by rebinding a name or by swapping a function's code in place."""
+    seen = {}  # type: dict[tuple[str, ...], tuple[int, ...]]
     for key, value in list(vars(builtins).items()):
         if callable(value):
-            seen[("builtins", key)] = id(value)
+            seen[("builtins", key)] = _runs(value)
     for name in modules:
         mod = sys.modules.get(name)
         if mod is None:
@@ -25,15 +27,37 @@ def snapshot(modules: "list[str]") -> "dict[tuple[str, ...], int]":
         for key, value in list(vars(mod).items()):
             if not callable(value):
                 continue
-            seen[(name, key)] = id(value)
+            seen[(name, key)] = _runs(value)
             if isinstance(value, type) and getattr(value, "__module__", "") == name:
                 for attr, member in list(vars(value).items()):
                     if callable(member) or hasattr(type(member), "__get__"):  # descriptors
-                        seen[(name, key, attr)] = id(member)
+                        seen[(name, key, attr)] = _runs(member)
     return seen
 
 
-def changed(before: "dict[tuple[str, ...], int]", modules: "list[str]") -> "list[str]":
+def _runs(value: "Any") -> "tuple[int, ...]":
+    """The identity of ``value`` and of what calling it runs, which can change in place: a
+    function's code, defaults and closure cells (or those of the functions a static or
+    class method or a property holds)."""
+    out = [id(value)]
+    for attr in ("", "__func__", "fget", "fset", "fdel"):
+        try:
+            fn = getattr(value, attr) if attr else value
+            code = getattr(fn, "__code__", None)
+            if code is None:
+                continue
+            out += [id(code), id(fn.__defaults__), id(fn.__kwdefaults__)]
+            for cell in fn.__closure__ or ():
+                try:
+                    out.append(id(cell.cell_contents))
+                except ValueError:  # an empty cell
+                    out.append(0)
+        except Exception:
+            continue
+    return tuple(out)
+
+
+def changed(before: "dict[tuple[str, ...], tuple[int, ...]]", modules: "list[str]") -> "list[str]":
     """What differs (changed, added or removed) between ``before`` and now."""
     after = snapshot(modules)
     keys = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
