@@ -185,6 +185,33 @@ def test_trick_does_not_pass(session_of, kind: str, trick: str) -> None:  # type
     assert v.reason != ""
 
 
+def test_what_unittest_adds_itself_is_not_tampering(runner) -> None:  # type: ignore[no-untyped-def]
+    """The library binds new names of its own on use (``IsolatedAsyncioTestCase`` on first
+    access, the interrupt handler of ``catchbreak``): an honest script using them passes."""
+    from assay.sessions import Session
+
+    script = SCRIPT.replace("unittest.TestCase", "unittest.IsolatedAsyncioTestCase").replace(
+        "exit=False", "exit=False, catchbreak=True"
+    )
+    task = AgentTask.from_dict(
+        {
+            "task_id": "calc-async",
+            "instructions": "fix add",
+            "files": {"calc.py": BROKEN},
+            "tests": {"run_tests.py": script},
+            "test_command": "python3 run_tests.py",
+        }
+    )
+    s = Session.for_task(runner, task)
+    try:
+        assert s.verify().verdict == "failed"
+        s.write_file("calc.py", FIXED)
+        v = s.verify()
+        assert (v.verdict, v.reward) == ("accepted", 1.0), v.reason
+    finally:
+        s.close()
+
+
 def test_a_pytest_command_counts_each_test(session_of) -> None:  # type: ignore[no-untyped-def]
     v = session_of("pytest").verify()
     assert v.tests == {"test_hidden.py::test_add": "failed", "test_hidden.py::test_mul": "passed"}

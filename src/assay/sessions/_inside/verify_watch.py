@@ -58,7 +58,12 @@ def _runs(value: "Any") -> "tuple[int, ...]":
 
 
 def changed(before: "dict[tuple[str, ...], tuple[int, ...]]", modules: "list[str]") -> "list[str]":
-    """What differs (changed, added or removed) between ``before`` and now."""
+    """What differs between ``before`` and now: a name changed or removed, or a class
+    attribute added (it shadows the inherited one: ``TextTestResult.wasSuccessful``). A new
+    name of a module or of the builtins changes nothing that ran before, and the libraries
+    add some themselves (``unittest.IsolatedAsyncioTestCase`` on first use, the interrupt
+    handler of ``catchbreak``)."""
     after = snapshot(modules)
-    keys = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    keys = {k for k in before if before[k] != after.get(k)}
+    keys |= {k for k in after if k not in before and len(k) == 3}
     return sorted(".".join(k) for k in keys)[:5]
