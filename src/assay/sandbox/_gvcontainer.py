@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -24,6 +25,8 @@ from ._inside import status as run_status
 from ._run import RunRequest
 from ._zygote import kill_and_reap
 from .cgroups import CgroupBackend, CgroupLimits
+
+_log = logging.getLogger(__name__)
 
 
 class Pool(Protocol):
@@ -278,12 +281,24 @@ class Container:
         return max(0, self.cg.peak_memory_bytes() - run_base)
 
     def destroy(self) -> None:
-        subprocess.run(
-            [*self.owner.runsc_argv(), "delete", "-force", self.id],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        """Delete the container, then kill its sandbox, close its pipes and remove its
+        bundle and cgroup: all of it even when ``runsc delete`` cannot be run (CI saw its
+        spawn fail with EFAULT once; the rest of the cleanup was then skipped and the
+        sandbox's processes and cgroup left behind)."""
+        for attempt in range(2):
+            try:
+                subprocess.run(
+                    [*self.owner.runsc_argv(), "delete", "-force", self.id],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                )
+                break
+            except subprocess.TimeoutExpired:
+                break  # killed by run(); the sandbox is killed below
+            except OSError as exc:
+                if attempt:
+                    _log.warning("runsc delete %s could not run: %s", self.id, exc)
         kill_and_reap(self.proc, 10)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
