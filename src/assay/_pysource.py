@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 
 
@@ -14,3 +15,12 @@ def parse_quietly(source: str | bytes) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(source)
+
+
+_MISSING = re.compile(r"No module named '([^']+)'")
+
+
+def missing_modules(message: str) -> list[str]:
+    """The modules a Python error message says are not installed (``ModuleNotFoundError``'s
+    "No module named 'x'"), in order."""
+    return [str(name) for name in _MISSING.findall(message)]

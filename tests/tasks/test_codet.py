@@ -63,3 +63,20 @@ def test_converter_on_the_real_samples(runner: Runner) -> None:
     for task in tasks[:2]:
         with Session.for_task(runner, task) as s:
             assert s.verify().verdict == "failed"  # a sample HumanEval's tests reject
+
+
+@pytest.mark.skipif(not (CORPORA / "codet").is_dir(), reason="needs ../shared/corpora/codet")
+def test_a_sample_importing_a_module_nothing_installs_makes_no_task(runner: Runner) -> None:
+    """HumanEval/23's sample 11 ends with ``from register import registerObj``: verification
+    counts that as the environment's fault, so its task could never be judged (``make demo``'s
+    looper got a sandbox_error). The converter passes it over; every task it makes can be
+    verified, before and after the agent's edit."""
+    (task,) = from_samples(
+        CORPORA / "codet" / "humaneval-codegen16b-100-samples.jsonl",
+        CORPORA / "humaneval" / "HumanEval.jsonl.gz",
+        runner,
+        tasks={"HumanEval/23"},
+    )
+    assert task.task_id != "HumanEval/23/sample-11"
+    with Session.for_task(runner, task) as s:
+        assert s.verify().verdict == "failed"

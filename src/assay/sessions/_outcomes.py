@@ -23,12 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from .._pysource import missing_modules
 from ..tasks.types import AgentTask
 from ._layout import own_modules
 from ._verify_run import TestRun
 
 _CUT = re.compile(r"\S+")
-_MISSING = re.compile(r"No module named '([^']+)'")
 #: pytest's exit codes for "could not run at all": internal error, usage error.
 _PYTEST_CANNOT_RUN = {3: "internal error", 4: "usage error"}
 
@@ -76,9 +76,9 @@ def message_of(test: str, run: TestRun) -> str:
 
 
 def _missing_dependency(message: str, own: set[str]) -> str | None:
-    for name in _MISSING.findall(message):
-        if str(name).partition(".")[0] not in own:
-            return str(name)
+    for name in missing_modules(message):
+        if name.partition(".")[0] not in own:
+            return name
     return None
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._pysource import parse_quietly
+from .._pysource import missing_modules, parse_quietly
 from ..errors import ValidationError
 from ..formats import humaneval
 from ..formats._io import read_records
@@ -114,7 +114,8 @@ def from_samples(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[AgentTask]:
     """Repair tasks from failing samples: per HumanEval task (all, or those in ``tasks``),
-    the first ``per_task`` distinct samples that the tests reject, at most ``limit`` tasks
+    the first ``per_task`` distinct samples that the tests reject (not for want of a module
+    nothing installs: such a task could not be verified), at most ``limit`` tasks
     in all. With ``plus_path`` (HumanEval+), the hidden tests are HumanEval+'s base and plus
     inputs (:mod:`assay.tasks.plus_tests`) and samples are judged on them; else HumanEval's
     check. ``progress`` is called with the number of samples judged."""
@@ -150,12 +151,16 @@ def from_samples(
             if sample in seen:
                 continue
             seen.add(sample)
-            verdict = judge.judge(
-                Submission(problem, rec["prompt"] + sample), stop_on_failure=True
-            ).verdict
+            judged = judge.judge(Submission(problem, rec["prompt"] + sample), stop_on_failure=True)
             if progress is not None:
                 progress(1)
-            if verdict in ("accepted", "sandbox_error"):
+            if judged.verdict in ("accepted", "sandbox_error"):
+                continue
+            if missing_modules(judged.reason):
+                # The sample imports a module nothing installs (CodeGen wrote `from register
+                # import registerObj`): verification counts a test failing on a missing
+                # module as the environment's fault (sessions/_outcomes), so a task made
+                # from it could never be judged, whatever the agent did.
                 continue
             yield repair_task(rec, sample, index, tests_text)
             made += 1
