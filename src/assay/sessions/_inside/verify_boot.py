@@ -1,7 +1,6 @@
 """The verification boot's runner of a test script (shipped in the boot zip as
-``assay_verify_main``; its settings in ``assay_verify_conf``: ``ROOT``, ``TRUSTED``,
-``SOURCES`` (the trusted scripts' bytes, read before any code of the workspace ran),
-``COMMAND``).
+``assay_verify_main``; its settings in ``assay_verify_conf``: ``ROOT``, ``SOURCES`` (the
+trusted scripts, path to bytes, read before any code of the workspace ran), ``COMMAND``).
 
 A test script is a file the task's tests or ``test_command`` name (``python FILE``,
 ``python -m MODULE`` of such a file or of the library's, ``-m unittest``) or the command's

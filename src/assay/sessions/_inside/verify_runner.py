@@ -287,8 +287,7 @@ def _boot_main_files(spec: dict[str, Any]) -> dict[str, str]:
         with open(os.path.join(here, name)) as fh:
             files[module] = fh.read()
     files["assay_verify_conf.py"] = (
-        f"ROOT = {root!r}\nTRUSTED = frozenset({trusted!r})\nSOURCES = {sources!r}\n"
-        f"COMMAND = {spec['command']!r}\n"
+        f"ROOT = {root!r}\nSOURCES = {sources!r}\nCOMMAND = {spec['command']!r}\n"
     )
     return files
 
