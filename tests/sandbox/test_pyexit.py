@@ -7,17 +7,14 @@ finish. On every tier, and rooted at an image whose interpreter is older (3.9: i
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
+from _tiers import tier_runner
 
 from assay import Runner
-from assay.images import ImageSpec, ImageStore, build_image
-from assay.sandbox import SandboxConfig
-from assay.sandbox.gvisor import available
 
 #: (name, source, expected exit code, expected stdout, expected o.txt or None)
 PROGRAMS: list[tuple[str, str, int, str, bytes | None]] = [
@@ -91,20 +88,8 @@ def test_the_table_is_what_the_interpreter_does(
 
 @pytest.fixture(scope="module", params=["default", "gvisor", "image"])
 def tier(request: pytest.FixtureRequest) -> Iterator[tuple[Runner, str | None]]:
-    config = SandboxConfig()
-    image = None
-    if request.param == "gvisor":
-        ok, why = available()
-        if not ok:
-            pytest.skip(f"gVisor tier: {why}")
-        config = SandboxConfig(isolation="gvisor")
-    if request.param == "image":
-        if os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
-            pytest.skip("image-rooted tier: needs root and mmdebstrap (make apt)")
-        spec = ImageSpec(name="test-py39", suite="bullseye", packages=("python3",))
-        image = build_image(spec, ImageStore()).id
-    with Runner(config=config) as r:
-        yield r, image
+    with tier_runner(request.param) as t:
+        yield t
 
 
 @pytest.mark.slow

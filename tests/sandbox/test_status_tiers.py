@@ -6,17 +6,13 @@ each measures lead there to the same status, for Python programs and executables
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _tiers import tier_runner
 
 from assay import Limits, Runner
-from assay.images import ImageSpec, ImageStore, build_image
-from assay.sandbox import SandboxConfig
-from assay.sandbox.gvisor import available
 
 pytestmark = pytest.mark.slow
 
@@ -115,29 +111,10 @@ EDGES: list[tuple[str, str, str, dict[str, Any], str]] = [
 _BASE = {"time_s": 2.0, "memory_mb": 64, "output_bytes": 1 << 20}
 
 
-def _image_root() -> str | None:
-    if os.geteuid() != 0 or shutil.which("mmdebstrap") is None:
-        return None
-    spec = ImageSpec(name="test-py39", suite="bullseye", packages=("python3",))
-    return build_image(spec, ImageStore()).id
-
-
 @pytest.fixture(scope="module", params=["default", "gvisor", "image", "gvisor-image"])
 def tier(request: pytest.FixtureRequest) -> Iterator[tuple[Runner, str | None]]:
-    name = request.param
-    config = SandboxConfig()
-    if name.startswith("gvisor"):
-        ok, why = available()
-        if not ok:
-            pytest.skip(f"gVisor tier: {why}")
-        config = SandboxConfig(isolation="gvisor")
-    image = None
-    if name.endswith("image"):
-        image = _image_root()
-        if image is None:
-            pytest.skip("image-rooted tier: needs root and mmdebstrap (make apt)")
-    with Runner(config=config) as r:
-        yield r, image
+    with tier_runner(request.param) as t:
+        yield t
 
 
 @pytest.mark.parametrize(
