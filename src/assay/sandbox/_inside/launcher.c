@@ -18,6 +18,10 @@
  * Both report their own failures to the supervisor on the request socket (a sandbox error,
  * never the program's) and return -1.
  *
+ * The library also holds the slot's init's own per-run steps after it forked a program
+ * process (assay_slot_run): every page the init writes while its child shares them is
+ * copied, and the same steps in Python wrote ~150 of them per run.
+ *
  * The request's spec (fd R_SPEC) is a list of NUL-terminated tokens written by the
  * supervisor (sandbox/_launch.py): mode, argc, argv..., envc, env..., file_bytes,
  * open_files, stack_bytes, cpu_s, nfiles, (path, size, mode) per file, collect payload.
@@ -42,10 +46,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SYS_landlock_restrict_self
@@ -53,6 +61,9 @@
 #endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
 #endif
 
 enum { HIGH_FD = 1000, MAX_FDS = 32, MAX_SPEC = 64 << 20, MAX_ARGS = 65536 };
@@ -322,6 +333,189 @@ int assay_take(int req, int collect_w, char **spec_out, size_t *len_out) {
 }
 
 void assay_free(void *p) { free(p); }
+
+#ifdef ASSAY_LIBRARY
+/* -- the slot's init, after forking a program process (slot.py) ------------------------ */
+
+/* Messages of slot.py and wire.py, byte for byte. */
+static const char ARMED_MSG[] = "{\"kind\":\"armed\"}";
+static const char KILL_MSG[] = "{\"op\":\"kill\"}";
+static const char RESET_MSG[] = "r";
+
+static int send_fd(int sock, const char *msg, size_t len, int fd) {
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {(void *)msg, len};
+    struct msghdr mh = {0};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* Consume one message on `sock`, closing any fds it carried. */
+static void drop_message(int sock) {
+    char buf[64];
+    char control[CMSG_SPACE(32 * sizeof(int))];
+    struct iovec iov = {buf, sizeof buf};
+    struct msghdr mh = {0};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            close(fd);
+        }
+    }
+}
+
+/*
+ * The init S's steps after it forked (or spawned) the run's program process `child`, as
+ * slot.py's Python path does them:
+ *
+ *   hand-over (when *pidfd_io < 0): close the program's ends (request socket `req_prog`,
+ *     the collect pipe's write end, the cgroup fds), open a pidfd on it (*pidfd_io), and
+ *     send the supervisor "armed" with the request socket `req_sup` (then closed);
+ *   wait: until the program process exits, reaping every other child as it exits (an init
+ *     must: orphans are reparented to it) and killing every process of the namespace on a
+ *     kill order; any other order returns 1, unread, for slot.py to handle before it calls
+ *     again; the supervisor's hang-up kills everything and ends S;
+ *   end: kill whatever the program left, reap it, and write the exit record into `record`.
+ *     Returns 3 when the program asked for files to be collected (slot.py collects and
+ *     sends the record); else sends the record, closes `collect_r`, asks the reset worker
+ *     for a fresh tmpfs, and returns 0.
+ *
+ * -1: the hand-over failed, -2: a later step (errno set; slot.py reports and exits).
+ */
+int assay_slot_run(int status, int reset, int child, int *pidfd_io, int req_prog, int collect_w,
+                   const int *cg, int ncg, int req_sup, int collect_r, char *record,
+                   size_t record_cap) {
+    if (*pidfd_io < 0) {
+        close(req_prog);
+        close(collect_w);
+        for (int i = 0; i < ncg; i++) close(cg[i]);
+        int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+        if (pidfd < 0) return -1;
+        fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+        *pidfd_io = pidfd;
+        int sent = send_fd(status, ARMED_MSG, sizeof ARMED_MSG - 1, req_sup);
+        close(req_sup);
+        if (sent != 0) return -1;
+    }
+    /* SIGCHLD through a signalfd, blocked only while this waits: no program inherits it. */
+    sigset_t chld, old;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (sigprocmask(SIG_BLOCK, &chld, &old) != 0) return -2;
+    int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+    int result = -2, wstatus = 0, have_usage = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    if (sfd < 0) goto out;
+    struct pollfd pfd[3] = {{status, POLLIN, 0}, {*pidfd_io, POLLIN, 0}, {sfd, POLLIN, 0}};
+    for (;;) {
+        int done = 0;
+        for (;;) {
+            struct rusage r;
+            pid_t pid = wait4(-1, &wstatus, WNOHANG, &r);
+            if (pid < 0 && errno == EINTR) continue;
+            if (pid < 0) { /* no child at all: as slot.py, a status of 0 and no usage */
+                wstatus = 0;
+                done = 1;
+                break;
+            }
+            if (pid == 0) break;
+            if (pid == child) {
+                ru = r;
+                have_usage = 1;
+                done = 1;
+                break;
+            }
+        }
+        if (done) break;
+        if (poll(pfd, 3, -1) < 0) {
+            if (errno == EINTR) continue;
+            goto out;
+        }
+        if (pfd[2].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            }
+        }
+        if (pfd[0].revents) {
+            char peek[sizeof KILL_MSG];
+            ssize_t n = recv(status, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+            if (n <= 0) { /* the supervisor is gone: take everything down */
+                kill(-1, SIGKILL);
+                _exit(0);
+            }
+            if (n == (ssize_t)sizeof KILL_MSG - 1 && memcmp(peek, KILL_MSG, (size_t)n) == 0) {
+                drop_message(status);
+                kill(-1, SIGKILL);
+                continue;
+            }
+            result = 1; /* an order for slot.py, left unread */
+            goto out;
+        }
+    }
+    close(sfd);
+    sfd = -1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(*pidfd_io);
+    *pidfd_io = -1;
+    kill(-1, SIGKILL); /* whatever the program left behind */
+    int left = 0;
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, 0);
+        if (pid > 0) {
+            left++;
+            continue;
+        }
+        if (errno == EINTR) continue;
+        break;
+    }
+    double cpu = have_usage ? (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+                                  ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6
+                            : 0.0;
+    long rss = have_usage ? ru.ru_maxrss * 1024L : 0L;
+    char how[32];
+    if (WIFSIGNALED(wstatus))
+        snprintf(how, sizeof how, "\"signal\":%d", WTERMSIG(wstatus));
+    else
+        snprintf(how, sizeof how, "\"exit_code\":%d", WEXITSTATUS(wstatus));
+    int len = snprintf(record, record_cap,
+                       "{\"kind\":\"exit\",\"cpu_s\":%.6f,\"maxrss_bytes\":%ld,\"left\":%d,%s}",
+                       cpu, rss, left, how);
+    if (len < 0 || (size_t)len >= record_cap) {
+        errno = EOVERFLOW;
+        return -2;
+    }
+    int pending = 0;
+    if (ioctl(collect_r, FIONREAD, &pending) != 0) return -2;
+    if (pending > 0) return 3;
+    if (send(status, record, (size_t)len, MSG_NOSIGNAL) != len) return -2;
+    close(collect_r);
+    if (send(reset, RESET_MSG, 1, MSG_NOSIGNAL) != 1) return -2;
+    return 0;
+out:
+    if (sfd >= 0) close(sfd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return result;
+}
+#endif
 
 #ifndef ASSAY_LIBRARY
 /* -- the exec-mode launcher ------------------------------------------------------------ */

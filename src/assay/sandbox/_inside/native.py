@@ -46,6 +46,26 @@ class Native:
             ctypes.POINTER(ctypes.c_void_p),
             ctypes.POINTER(ctypes.c_size_t),
         ]
+        self._slot_run = lib.assay_slot_run
+        self._slot_run.restype = ctypes.c_int
+        self._slot_run.argtypes = [
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.POINTER(ctypes.c_int),
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_size_t,
+        ]
+        self._pidfd = ctypes.c_int(-1)
+        self._cg = (ctypes.c_int * 16)()
+        #: The last run's exit record (see ``slot_run``).
+        self.record = ctypes.create_string_buffer(256)
         self._workdir = os.fsencode(workdir)
         self._userns = 1 if userns else 0
         # Built now, in the fork server, so a run allocates as little as possible.
@@ -82,3 +102,41 @@ class Native:
         if res != 0 or self._spec.value is None:
             os._exit(126)
         return ctypes.string_at(self._spec.value, self._spec_len.value)
+
+    def slot_run(
+        self,
+        sockets: tuple[int, int],
+        child: int,
+        program_ends: tuple[int, int, list[int]],
+        req_sup: int,
+        collect_r: int,
+    ) -> int:
+        """The slot's init's steps after forking the program process ``child`` (launcher.c's
+        ``assay_slot_run``): hand it over, wait for it, end the run. ``sockets``: the status
+        socket and the reset worker's; ``program_ends``: the program's request socket, the
+        collect pipe's write end and the cgroup fds, all closed here, as is ``req_sup``.
+        Returns 0 (the record is sent, a reset asked for), 1 (an order waits on the status
+        socket: call again once it is handled), 3 (files to collect: the record is in
+        :attr:`record`). Raises OSError on a failure."""
+        req_prog, collect_w, cg_fds = program_ends
+        if self._pidfd.value < 0:
+            for i, fd in enumerate(cg_fds[:16]):
+                self._cg[i] = fd
+        res = self._slot_run(
+            sockets[0],
+            sockets[1],
+            child,
+            ctypes.byref(self._pidfd),
+            req_prog,
+            collect_w,
+            self._cg,
+            len(cg_fds),
+            req_sup,
+            collect_r,
+            self.record,
+            len(self.record),
+        )
+        if res < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "hand-over" if res == -1 else "slot wait")
+        return int(res)

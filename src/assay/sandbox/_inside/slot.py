@@ -29,10 +29,13 @@ import select
 import signal
 import socket
 import termios
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import landlock, linux, program, rootfs, wire
 from .arming import Arming
+
+if TYPE_CHECKING:
+    from .native import Native
 
 RULESET_FD_MIN = 200
 LAUNCH_FD_MIN = 300
@@ -238,6 +241,21 @@ class Slot:
                     arming = self.arming_net if net else self.arming
                     ruleset = self.ruleset_net if net else self.ruleset
                     program.run_program(arming, cg_fds, req_prog, collect_w, ruleset)
+            native = self.arming.native
+            if native is not None and len(cg_fds) <= 16:
+                # The same steps in C: nothing of this heap is written while the program
+                # process shares its pages (each page written would be copied).
+                ends = (req_prog.detach(), collect_w, cg_fds)
+                sup = req_sup.detach()
+            else:
+                native = None
+        except BaseException as exc:
+            report_error(self.status, "arm", exc)
+            os._exit(1)
+        if native is not None:
+            self._native_after_fork(native, pid, ends, sup, collect_r)
+            return
+        try:
             req_prog.close()
             os.close(collect_w)
             for fd in cg_fds:
@@ -272,6 +290,31 @@ class Slot:
         except BaseException as exc:
             report_error(self.status, "slot reset", exc)
             os._exit(1)
+
+    def _native_after_fork(
+        self,
+        native: Native,
+        pid: int,
+        ends: tuple[int, int, list[int]],
+        sup: int,
+        collect_r: int,
+    ) -> None:
+        """Hand the program process over, wait for it and end the run, in C (native.py's
+        ``slot_run``); orders other than a kill come back here between waits."""
+        sockets = (self.status.fileno(), self.reset.fileno())
+        try:
+            res = native.slot_run(sockets, pid, ends, sup, collect_r)
+            while res == 1:
+                self._order()
+                res = native.slot_run(sockets, pid, ends, sup, collect_r)
+            if res == 3:
+                self._collect(collect_r, native.record.value.decode())
+                os.close(collect_r)
+                self.reset.send(RESET)
+        except BaseException as exc:
+            report_error(self.status, "slot run", exc)
+            os._exit(1)
+        self.reset_pending = True
 
     def _spawn_launcher(
         self, cg_fds: list[int], req_prog: socket.socket, collect_w: int, net: bool
