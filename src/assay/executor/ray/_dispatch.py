@@ -28,6 +28,8 @@ log = logging.getLogger("assay.executor.ray")
 BATCH_MAX = 512
 #: How long an agent's poll waits for a first result (bounds how late a death is seen).
 POLL_S = 0.5
+#: How much longer it may wait for a node's batch of results while work is queued there.
+LINGER_S = 0.05
 
 
 class Dispatching(LocalExecutor):
@@ -256,7 +258,7 @@ class Dispatching(LocalExecutor):
                     self._node_died(node, f"its agent died: {type(exc).__name__}")
                     continue
                 if node.alive:
-                    node.poll_ref = node.handle.poll.remote(POLL_S)
+                    node.poll_ref = node.handle.poll.remote(POLL_S, node.batch, LINGER_S)
                 self._absorb(node, results)
 
     def _absorb(self, node: Node, results: list[Result]) -> None:

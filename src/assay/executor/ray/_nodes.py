@@ -2,10 +2,11 @@
 
 A node is fed by capacity: the dispatcher sends it work only while it holds fewer items
 than its slots plus a small prefetch (which hides the round trip between a result and the
-next job). Every item sent is remembered under a token until its result comes back, so when
-a node dies its unfinished work is known exactly and runs again elsewhere; a result whose
-token is no longer outstanding (its node was already declared dead) is ignored, which is
-what makes a job's result count once.
+next job, and lets results and refills travel in groups: see ``Node.batch``). Every item
+sent is remembered under a token until its result comes back, so when a node dies its
+unfinished work is known exactly and runs again elsewhere; a result whose token is no
+longer outstanding (its node was already declared dead) is ignored, which is what makes a
+job's result count once.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ class Node:
         if not self.alive or self.reserved_for is not None or self.exclusive is not None:
             return 0
         return self.capacity - len(self.outstanding)
+
+    @property
+    def batch(self) -> int:
+        """Results the node's agent gathers before answering a poll while work is queued
+        there: half its prefetch, so the refill arrives before its queue runs dry."""
+        return max(1, (self.capacity - self.slots) // 2)
 
     @property
     def drained(self) -> bool:
@@ -134,3 +141,11 @@ class RoundRobin:
 
     def use(self, node: Node) -> None:
         self._free[node.node_id] -= 1
+
+
+def default_prefetch(slots: int) -> int:
+    """Items a node holds beyond its slots unless the caller says: as many as its slots, at
+    least 4, so that results and refills travel in groups of at least 2 (each Ray call costs
+    the driver, the agent and the raylet more than a job's dispatch). A higher priority job
+    waits behind at most this many on a node."""
+    return max(4, slots)

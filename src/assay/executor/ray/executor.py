@@ -40,9 +40,9 @@ from ..backend import Backend
 from ..batch import BatchHandle
 from ..types import Outcome
 from ._agent import SESSION_CALLS, SESSIONS, NodeAgent
-from ._dispatch import POLL_S, Dispatching
+from ._dispatch import LINGER_S, POLL_S, Dispatching
 from ._driver_backend import DriverBackend
-from ._nodes import Node, Nodes
+from ._nodes import Node, Nodes, default_prefetch
 from ._sessions import RemoteSession
 from ._wire import ProblemRefs
 
@@ -58,8 +58,9 @@ class RayExecutor(Dispatching):
     ``address``: the Ray cluster (``"auto"``, ``"ray://host:10001"``, ...); None joins the
     one this process already initialised, or starts a local one. ``slots_per_node``: sandbox
     slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
-    node may hold beyond its slots. ``backend_factory`` builds each agent's backend (default:
-    the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
+    node may hold beyond its slots (default: as many as its slots, at least 4; results and
+    refills travel in groups of half of it). ``backend_factory`` builds each agent's backend
+    (default: the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
     queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
     otherwise). Node agents start on nodes that join and go with nodes that leave. The
     queue, cache, retry and record options are the local executor's
@@ -267,11 +268,11 @@ class RayExecutor(Dispatching):
             self._retry_at[node_id] = time.monotonic() + min(300.0, 5.0 * 2**failures)
             self.nodes.starting.discard(node_id)
             return
-        prefetch = self._prefetch if self._prefetch is not None else max(1, slots // 2)
+        prefetch = self._prefetch if self._prefetch is not None else default_prefetch(slots)
         node = Node(node_id, info["name"], handle, slots, slots + prefetch)
         node.pid, node.uid_base = info["pid"], info["uid_base"]
         node.memory_budget_mb = budget_mb
-        node.poll_ref = handle.poll.remote(POLL_S)
+        node.poll_ref = handle.poll.remote(POLL_S, node.batch, LINGER_S)
         self.nodes.add(node)
         log.info("node agent %s ready: %d slots", node.name, slots)
 
