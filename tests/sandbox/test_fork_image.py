@@ -58,3 +58,38 @@ def test_the_image_leaves_out_what_runs_rarely_use(runner: Runner) -> None:
     # ... and a program that wants them still gets them.
     r = runner.run("import dataclasses, traceback\nprint(dataclasses.is_dataclass(1))")
     assert (r.status, r.stdout) == ("ok", b"False\n"), r.stderr
+
+
+# What a forked interpreter needs from the fork itself (os.fork's hooks run around it, also
+# when the program process is forked in C, native.py's fork_program): the main thread is the
+# main thread (signal handlers can be set), threads start, the program can fork and wait, and
+# at-fork handlers registered by the program run.
+INTERPRETER_PROBE = """\
+import json, os, signal, threading
+out = {"main": threading.current_thread() is threading.main_thread()}
+signal.signal(signal.SIGUSR1, lambda *a: out.__setitem__("signal", True))
+os.kill(os.getpid(), signal.SIGUSR1)
+box = []
+t = threading.Thread(target=lambda: box.append(1)); t.start(); t.join()
+out["thread"] = box == [1]
+os.register_at_fork(after_in_child=lambda: os.write(w, b"hook"))
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os._exit(7)
+_, status = os.waitpid(pid, 0)
+os.close(w)
+out["child"] = os.waitstatus_to_exitcode(status)
+out["hook"] = os.read(r, 10).decode()
+print(json.dumps(out))
+"""
+
+
+def test_a_run_is_a_whole_interpreter(runner: Runner) -> None:
+    r = runner.run(INTERPRETER_PROBE)
+    assert r.status == "ok", r.stderr
+    got = json.loads(r.stdout)
+    assert got == {"main": True, "signal": True, "thread": True, "child": 7, "hook": "hook"}
+    # The default sandbox forks Python program processes in C where it can: this test is
+    # about that path (the Python one is the fallback without a compiler).
+    assert runner.sandbox.zygote_info.get("native_fork"), runner.sandbox.zygote_info

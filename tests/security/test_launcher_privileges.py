@@ -107,3 +107,6 @@ def test_the_setup_in_use_is_the_one_asked_for(setup_runner: Runner) -> None:
     info = setup_runner.sandbox.zygote_info
     want = setup_runner.sandbox.config.launcher
     assert bool(info.get("launcher")) is want and bool(info.get("native")) is want, str(info)
+    # With the library, Python program processes are forked and armed in C (the probes
+    # above ran that way); without it, by os.fork and the Python steps.
+    assert bool(info.get("native_fork")) is want, str(info)

@@ -515,6 +515,62 @@ out:
     sigprocmask(SIG_SETMASK, &old, NULL);
     return result;
 }
+/* -- forking a Python program process (the slot's init, slot.py) ---------------------- */
+
+/* The interpreter's own fork hooks (what os.fork calls around fork()), handed over by
+   native.py as addresses from ctypes.pythonapi: this library links to no Python. */
+static void (*py_before_fork)(void), (*py_after_fork_parent)(void), (*py_after_fork_child)(void);
+
+void assay_set_fork_hooks(void *before, void *parent, void *child) {
+    py_before_fork = (void (*)(void))before;
+    py_after_fork_parent = (void (*)(void))parent;
+    py_after_fork_child = (void (*)(void))child;
+}
+
+/* Fork the run's Python program process and, in it, arm and take the request before
+   returning to Python: the child then has written only the pages these C steps touch,
+   where the same steps reached through Python (the fork's return, two ctypes calls with
+   their arguments) wrote ~150 more, each one copied. Called through ctypes.PYFUNCTYPE, so
+   with the GIL held, as os.fork is; and like os.fork it returns twice.
+
+   ints: status, reset, req_sup, collect_r (the init's ends: closed in the child), uid, gid,
+   userns, ruleset, req (the program's request socket), collect_w, ncg, then ncg cgroup fds.
+   Parent: the child's pid, or -errno. Child: 0 with the spec in spec_buf (*spec_len bytes;
+   *spec_big instead, malloc'd, when it does not fit); it never returns on a failure (exit
+   126, reported to the supervisor) or when the supervisor went away (exit 0). */
+int assay_fork_program(const int *ints, const char *workdir, const void *bpf, size_t bpf_len,
+                       char *spec_buf, size_t spec_cap, size_t *spec_len, char **spec_big) {
+    py_before_fork();
+    pid_t pid = fork();
+    int saved = errno;
+    if (pid != 0) {
+        py_after_fork_parent();
+        return pid > 0 ? (int)pid : -saved;
+    }
+    py_after_fork_child();
+    for (int i = 0; i < 4; i++) close(ints[i]);
+    int uid = ints[4], gid = ints[5], userns = ints[6], ruleset = ints[7], req = ints[8];
+    int collect_w = ints[9], ncg = ints[10];
+    if (assay_arm(workdir, uid, gid, userns, ints + 11, ncg, ruleset, bpf, bpf_len, req) != 0)
+        _exit(126);
+    if (send(req, ARMED_MSG, sizeof ARMED_MSG - 1, MSG_NOSIGNAL) != (ssize_t)sizeof ARMED_MSG - 1)
+        _exit(126);
+    char *spec;
+    size_t len;
+    int r = assay_take(req, collect_w, &spec, &len);
+    if (r == 1) _exit(0);
+    if (r != 0) _exit(126);
+    *spec_len = len;
+    *spec_big = NULL;
+    if (len <= spec_cap) {
+        memcpy(spec_buf, spec, len);
+        free(spec);
+    } else {
+        *spec_big = spec;
+    }
+    return 0;
+}
+
 #endif
 
 #ifndef ASSAY_LIBRARY

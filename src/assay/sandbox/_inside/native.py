@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import Any
 
 
 class Native:
@@ -66,6 +67,35 @@ class Native:
         self._cg = (ctypes.c_int * 16)()
         #: The last run's exit record (see ``slot_run``).
         self.record = ctypes.create_string_buffer(256)
+        # Forking the Python program process in C, with the interpreter's own fork hooks
+        # (what os.fork calls): only where this interpreter exports them to ctypes.
+        try:
+            api = ctypes.pythonapi
+            hooks = [
+                ctypes.cast(getattr(api, name), ctypes.c_void_p)
+                for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child")
+            ]
+            lib.assay_set_fork_hooks.restype = None
+            lib.assay_set_fork_hooks.argtypes = [ctypes.c_void_p] * 3
+            lib.assay_set_fork_hooks(*hooks)
+            # PYFUNCTYPE: called with the GIL held (the hooks need it), as os.fork is.
+            proto = ctypes.PYFUNCTYPE(
+                ctypes.c_int,
+                ctypes.POINTER(ctypes.c_int),
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_size_t,
+                ctypes.c_char_p,
+                ctypes.c_size_t,
+                ctypes.POINTER(ctypes.c_size_t),
+                ctypes.POINTER(ctypes.c_void_p),
+            )
+            self._fork: Any = proto(("assay_fork_program", lib))
+        except (AttributeError, OSError):
+            self._fork = None
+        self._ints = (ctypes.c_int * 48)()
+        self._spec_buf = ctypes.create_string_buffer(8192)  # a spec is ~1 KB; more: malloc'd
+        self._spec_big = ctypes.c_void_p()
         self._workdir = os.fsencode(workdir)
         self._userns = 1 if userns else 0
         # Built now, in the fork server, so a run allocates as little as possible.
@@ -140,3 +170,52 @@ class Native:
             err = ctypes.get_errno()
             raise OSError(err, "hand-over" if res == -1 else "slot wait")
         return int(res)
+
+    @property
+    def can_fork(self) -> bool:
+        """Whether :meth:`fork_program` is available (else os.fork and :meth:`arm`)."""
+        return self._fork is not None
+
+    def fork_program(
+        self,
+        init_ends: tuple[int, int, int, int],
+        arming: tuple[int, int, int, bytes | None],
+        cg_fds: list[int],
+        req: int,
+        collect_w: int,
+    ) -> int:
+        """Fork the run's program process, which arms itself and takes its request in C
+        before it returns here (launcher.c's ``assay_fork_program``); like os.fork, returns
+        the child's pid in the slot's init and 0 in the child, whose spec is then
+        :meth:`spec`. ``init_ends``: the init's status and reset sockets, the supervisor's
+        end of the request socket and the collect pipe's read end (closed in the child);
+        ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises OSError if the
+        fork failed (in the init)."""
+        assert self._fork is not None
+        uid, gid, ruleset, bpf = arming
+        ints = self._ints
+        values = (*init_ends, uid, gid, self._userns, ruleset, req, collect_w, len(cg_fds))
+        for i, v in enumerate(values):
+            ints[i] = v
+        for i, fd in enumerate(cg_fds[:32]):
+            ints[11 + i] = fd
+        res = self._fork(
+            ints,
+            self._workdir,
+            bpf,
+            len(bpf) if bpf is not None else 0,
+            self._spec_buf,
+            len(self._spec_buf),
+            ctypes.byref(self._spec_len),
+            ctypes.byref(self._spec_big),
+        )
+        if res < 0:
+            raise OSError(-res, os.strerror(-res))
+        return int(res)
+
+    def spec(self) -> bytes:
+        """In the program process forked by :meth:`fork_program`: its request's spec."""
+        n = self._spec_len.value
+        if self._spec_big.value:
+            return ctypes.string_at(self._spec_big.value, n)
+        return self._spec_buf.raw[:n]

@@ -89,6 +89,11 @@ def run_program(
         spec = Spec.parse(a.native.take(fd, collect_w))
     else:
         spec = _arm_and_take(a, cg_fds, req, collect_w, ruleset)
+    start(a, spec)
+
+
+def start(a: Arming, spec: Spec) -> None:
+    """Run the program of an armed process whose request is taken (``spec``): never returns."""
     # The slot's init set os.environ to default_env; comparing plain dicts costs ~10 us,
     # comparing against os.environ (an encoding mapping) ~0.2 ms of copy-on-write faults.
     if spec.mode == "python" and spec.env != a.default_env:

@@ -229,8 +229,15 @@ class Slot:
             fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_WRONLY)
             os.write(fd, b"1")
             os.close(fd)
+            native = self.arming.native
+            if native is not None and len(cg_fds) > 16:
+                native = None  # more hierarchies than the C steps take: the Python steps
             if launcher:
                 pid = self._spawn_launcher(cg_fds, req_prog, collect_w, net)
+            elif native is not None and native.can_fork:
+                pid = self._fork_program(
+                    native, cg_fds, req_sup, req_prog, collect_r, collect_w, net
+                )
             else:
                 pid = os.fork()
                 if pid == 0:
@@ -241,14 +248,11 @@ class Slot:
                     arming = self.arming_net if net else self.arming
                     ruleset = self.ruleset_net if net else self.ruleset
                     program.run_program(arming, cg_fds, req_prog, collect_w, ruleset)
-            native = self.arming.native
-            if native is not None and len(cg_fds) <= 16:
+            if native is not None:
                 # The same steps in C: nothing of this heap is written while the program
                 # process shares its pages (each page written would be copied).
                 ends = (req_prog.detach(), collect_w, cg_fds)
                 sup = req_sup.detach()
-            else:
-                native = None
         except BaseException as exc:
             report_error(self.status, "arm", exc)
             os._exit(1)
@@ -290,6 +294,31 @@ class Slot:
         except BaseException as exc:
             report_error(self.status, "slot reset", exc)
             os._exit(1)
+
+    def _fork_program(
+        self,
+        native: Native,
+        cg_fds: list[int],
+        req_sup: socket.socket,
+        req_prog: socket.socket,
+        collect_r: int,
+        collect_w: int,
+        net: bool,
+    ) -> int:
+        """Fork the program process in C (native.py's ``fork_program``): it arms itself and
+        takes its request before it comes back to Python, here, only to start the program."""
+        arming = self.arming_net if net else self.arming
+        ruleset = self.ruleset_net if net else self.ruleset
+        bpf = arming.filter.bpf if arming.filter is not None else None
+        ends = (self.status.fileno(), self.reset.fileno(), req_sup.fileno(), collect_r)
+        ids = (arming.uid, arming.gid, ruleset, bpf)
+        pid = native.fork_program(ends, ids, cg_fds, req_prog.fileno(), collect_w)
+        if pid == 0:  # the program process, armed, its request taken
+            # C closed these fds: no object may close them again once the program reuses them.
+            for sock in (self.status, self.reset, req_sup, req_prog):
+                sock.detach()
+            program.start(arming, program.Spec.parse(native.spec()))
+        return pid
 
     def _native_after_fork(
         self,
