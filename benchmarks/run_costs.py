@@ -25,13 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-import assay
 from assay import defaults
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sandbox_overhead import print_one
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -92,17 +95,7 @@ def main() -> None:
     ap.add_argument("--python", default=defaults.PYTHON_INTERPRETER)
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
-    runner = assay.Runner(config=assay.SandboxConfig(python=args.python))
-    runner.sandbox.warm_up()
-    limits = assay.Limits(time_s=2, memory_mb=256)
-
-    def sandboxed() -> None:
-        r = runner.run("print(1)", "python", b"", limits)
-        assert r.status == "ok" and r.stdout == b"1\n", r
-
-    def bare() -> None:
-        r = subprocess.run([args.python, "-c", "print(1)"], capture_output=True, check=False)
-        assert r.stdout == b"1\n"
+    runner, sandboxed, bare = print_one(args.python)
 
     _loop(sandboxed, 1.0, cores)  # every slot started and warm
     roles = {1: "fork server", 2: "reset worker", 3: "slot init"}

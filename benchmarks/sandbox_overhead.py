@@ -50,6 +50,26 @@ def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
 
 
+LIMITS = assay.Limits(time_s=2, memory_mb=256)
+
+
+def print_one(python: str) -> tuple[assay.Runner, Callable[[], None], Callable[[], None]]:
+    """A warm runner, and the two runs the sandbox benchmarks time: ``print(1)`` sandboxed,
+    and in a bare ``python -c`` subprocess."""
+    runner = assay.Runner(config=assay.SandboxConfig(python=python))
+    runner.sandbox.warm_up()
+
+    def sandboxed() -> None:
+        r = runner.run("print(1)", "python", b"", LIMITS)
+        assert r.status == "ok" and r.stdout == b"1\n", r
+
+    def bare() -> None:
+        r = subprocess.run([python, "-c", "print(1)"], capture_output=True, check=False)
+        assert r.stdout == b"1\n"
+
+    return runner, sandboxed, bare
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -60,17 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
 
-    runner = assay.Runner(config=assay.SandboxConfig(python=args.python))
-    runner.sandbox.warm_up()
-    limits = assay.Limits(time_s=2, memory_mb=256)
-
-    def sandboxed_py() -> None:
-        r = runner.run("print(1)", "python", b"", limits)
-        assert r.status == "ok" and r.stdout == b"1\n", r
-
-    def bare_py() -> None:
-        r = subprocess.run([args.python, "-c", "print(1)"], capture_output=True, check=False)
-        assert r.stdout == b"1\n"
+    runner, sandboxed_py, bare_py = print_one(args.python)
+    limits = LIMITS
 
     with tempfile.TemporaryDirectory() as tmp:
         src, binary = os.path.join(tmp, "p.c"), os.path.join(tmp, "p")

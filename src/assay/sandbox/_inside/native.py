@@ -25,44 +25,11 @@ class Native:
         finally:
             os.close(copy)
             os.close(library_fd)
-        self._arm = lib.assay_arm
-        self._arm.restype = ctypes.c_int
-        self._arm.argtypes = [
-            ctypes.c_char_p,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_int),
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_size_t,
-            ctypes.c_int,
-        ]
-        self._take = lib.assay_take
-        self._take.restype = ctypes.c_int
-        self._take.argtypes = [
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_void_p),
-            ctypes.POINTER(ctypes.c_size_t),
-        ]
-        self._slot_run = lib.assay_slot_run
-        self._slot_run.restype = ctypes.c_int
-        self._slot_run.argtypes = [
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_int),
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.POINTER(ctypes.c_int),
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_size_t,
-        ]
+        i, P = ctypes.c_int, ctypes.POINTER  # the C prototypes, compactly
+        sz, s = ctypes.c_size_t, ctypes.c_char_p
+        self._arm = _function(lib, "assay_arm", s, i, i, i, P(i), i, i, s, sz, i)
+        self._take = _function(lib, "assay_take", i, i, P(ctypes.c_void_p), P(sz))
+        self._slot_run = _function(lib, "assay_slot_run", i, i, i, P(i), i, i, P(i), i, i, i, s, sz)
         self._pidfd = ctypes.c_int(-1)
         self._cg = (ctypes.c_int * 16)()
         #: The last run's exit record (see ``slot_run``).
@@ -79,17 +46,7 @@ class Native:
             lib.assay_set_fork_hooks.argtypes = [ctypes.c_void_p] * 3
             lib.assay_set_fork_hooks(*hooks)
             # PYFUNCTYPE: called with the GIL held (the hooks need it), as os.fork is.
-            proto = ctypes.PYFUNCTYPE(
-                ctypes.c_int,
-                ctypes.POINTER(ctypes.c_int),
-                ctypes.c_char_p,
-                ctypes.c_char_p,
-                ctypes.c_size_t,
-                ctypes.c_char_p,
-                ctypes.c_size_t,
-                ctypes.POINTER(ctypes.c_size_t),
-                ctypes.POINTER(ctypes.c_void_p),
-            )
+            proto = ctypes.PYFUNCTYPE(i, P(i), s, s, sz, s, sz, P(sz), P(ctypes.c_void_p))
             self._fork: Any = proto(("assay_fork_program", lib))
         except (AttributeError, OSError):
             self._fork = None
@@ -219,3 +176,11 @@ class Native:
         if self._spec_big.value:
             return ctypes.string_at(self._spec_big.value, n)
         return self._spec_buf.raw[:n]
+
+
+def _function(lib: ctypes.CDLL, name: str, *argtypes: Any) -> Any:
+    """``lib``'s function ``name``, returning an int, with its argument types declared."""
+    fn = getattr(lib, name)
+    fn.restype = ctypes.c_int
+    fn.argtypes = list(argtypes)
+    return fn
