@@ -18,9 +18,11 @@
  * Both report their own failures to the supervisor on the request socket (a sandbox error,
  * never the program's) and return -1.
  *
- * The library also holds the slot's init's own per-run steps after it forked a program
- * process (assay_slot_run): every page the init writes while its child shares them is
- * copied, and the same steps in Python wrote ~150 of them per run.
+ * The library also holds the slot's init's own per-run steps: assay_fork_program forks a
+ * Python program process that arms itself and takes its request (the two steps above)
+ * before it returns to Python, and assay_slot_run does what the init does while that
+ * process lives and when it ends. Every page written while parent and child share them is
+ * copied, and the same steps reached through Python wrote ~200 more of them per run.
  *
  * The request's spec (fd R_SPEC) is a list of NUL-terminated tokens written by the
  * supervisor (sandbox/_launch.py): mode, argc, argv..., envc, env..., file_bytes,

@@ -1,8 +1,11 @@
-"""The program process's set-up steps in C (launcher.c built as a shared library).
+"""The program process's set-up steps, and the slot init's per-run steps, in C (launcher.c
+built as a shared library).
 
-A Python program process is a fork of the slot's init: every page it touches is copied, so
-arming and taking the request in one C call each costs a fraction of the same steps written
-in Python. Loaded in the fork server, before pivot_root, if Assay could build the library.
+A Python program process is a fork of the slot's init: every page either of them touches
+while they share it is copied, so forking, arming and taking the request in one C call
+(``fork_program``), and the init's wait for the run (``slot_run``), cost a fraction of the
+same steps written in Python. Loaded in the fork server, before pivot_root, if Assay could
+build the library.
 """
 
 from __future__ import annotations
