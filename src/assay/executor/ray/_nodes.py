@@ -146,6 +146,7 @@ class RoundRobin:
 def default_prefetch(slots: int) -> int:
     """Items a node holds beyond its slots unless the caller says: as many as its slots, at
     least 4, so that results and refills travel in groups of at least 2 (each Ray call costs
-    the driver, the agent and the raylet more than a job's dispatch). A higher priority job
-    waits behind at most this many on a node."""
+    the driver, the agent and the raylet more than a job's dispatch). A higher priority job,
+    or another caller's fair share, waits behind at most this many on a node (priorities and
+    fairness are the driver's queue's; what a node already holds runs first)."""
     return max(4, slots)
