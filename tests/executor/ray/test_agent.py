@@ -60,3 +60,10 @@ def test_a_poll_waits_no_longer_than_its_linger(agent: NodeAgent) -> None:
     took = time.monotonic() - t
     assert [r[0] for r in got] == [0]  # the second job ends 1 s after the first
     assert took < 1.8, took
+
+
+def test_a_poll_with_no_result_waits_its_timeout_only(agent: NodeAgent) -> None:
+    agent.submit(items(3, 2.0), {})  # work queued, nothing finishes within the timeout
+    t = time.monotonic()
+    assert agent.poll(0.3, batch=2, linger_s=1.0) == []
+    assert time.monotonic() - t < 1.0  # no linger without a first result

@@ -179,7 +179,7 @@ class NodeAgent:
         with self._lock:
             self._results.wait_for(lambda: bool(self._outbox) or self._closed, timeout_s)
             end = time.monotonic() + linger_s
-            while len(self._outbox) < batch and self._inbox and not self._closed:
+            while self._outbox and len(self._outbox) < batch and self._inbox and not self._closed:
                 left = end - time.monotonic()
                 if left <= 0:
                     break
