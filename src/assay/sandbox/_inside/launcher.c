@@ -238,6 +238,18 @@ static int limit(int resource, long soft, long hard) {
     return setrlimit(resource, &rl);
 }
 
+/* The fds a received message carried (at most MAX_FDS, as its control buffer holds). */
+static int received_fds(struct msghdr *mh, int *fds) {
+    int nfds = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < n && nfds < MAX_FDS; i++)
+            memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    }
+    return nfds;
+}
+
 /* Take the request on `req`: 0 when the program may start (stdio in place, "running"
    reported, every trusted channel closed; *spec_out holds the spec, malloc'd), 1 when the
    supervisor went away instead, -1 on failure (reported). */
@@ -257,13 +269,8 @@ int assay_take(int req, int collect_w, char **spec_out, size_t *len_out) {
     mh.msg_controllen = sizeof ctl.b;
     ssize_t got = recvmsg(req, &mh, MSG_CMSG_CLOEXEC);
     if (got <= 0) return 1; /* the supervisor is gone */
-    int fds[MAX_FDS], nfds = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-        for (int i = 0; i < n && nfds < MAX_FDS; i++)
-            memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-    }
+    int fds[MAX_FDS];
+    int nfds = received_fds(&mh, fds);
     errno = EPROTO;
     CHECK(!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= R_SPEC + 1, "request");
     size_t speclen;
@@ -364,7 +371,7 @@ static int send_fd(int sock, const char *msg, size_t len, int fd) {
 /* Consume one message on `sock`, closing any fds it carried. */
 static void drop_message(int sock) {
     char buf[64];
-    char control[CMSG_SPACE(32 * sizeof(int))];
+    char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
     struct iovec iov = {buf, sizeof buf};
     struct msghdr mh = {0};
     mh.msg_iov = &iov;
@@ -372,15 +379,8 @@ static void drop_message(int sock) {
     mh.msg_control = control;
     mh.msg_controllen = sizeof control;
     if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-        size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (size_t i = 0; i < n; i++) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            close(fd);
-        }
-    }
+    int fds[MAX_FDS];
+    for (int i = 0, n = received_fds(&mh, fds); i < n; i++) close(fds[i]);
 }
 
 /*
@@ -517,6 +517,7 @@ out:
     sigprocmask(SIG_SETMASK, &old, NULL);
     return result;
 }
+
 /* -- forking a Python program process (the slot's init, slot.py) ---------------------- */
 
 /* The interpreter's own fork hooks (what os.fork calls around fork()), handed over by
