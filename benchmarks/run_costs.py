@@ -46,10 +46,15 @@ def _machine_busy() -> int:
     return sum(v) - v[3] - v[4]
 
 
+def _fields(pid: int) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name: state, ppid, ... (man 5 proc, from 3)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()
+
+
 def _stat(pid: int) -> list[int]:
     """utime, stime, cutime, cstime, minflt, cminflt of ``pid`` (ticks, faults)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        f = fh.read().rsplit(")", 1)[1].split()
+    f = _fields(pid)
     return [int(f[11]), int(f[12]), int(f[13]), int(f[14]), int(f[7]), int(f[8])]
 
 
@@ -59,7 +64,7 @@ def _descendants(root: int) -> dict[int, int]:
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
-                children.setdefault(_stat_ppid(int(p)), []).append(int(p))
+                children.setdefault(int(_fields(int(p))[1]), []).append(int(p))
             except (OSError, ValueError):
                 continue
     out: dict[int, int] = {}
@@ -70,11 +75,6 @@ def _descendants(root: int) -> dict[int, int]:
             out[c] = depth + 1
             todo.append((c, depth + 1))
     return out
-
-
-def _stat_ppid(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as fh:
-        return int(fh.read().rsplit(")", 1)[1].split()[1])
 
 
 def _loop(fn: Callable[[], object], seconds: float, workers: int) -> int:
