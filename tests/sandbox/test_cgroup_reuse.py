@@ -138,3 +138,29 @@ def test_pool_reuses_only_what_the_cgroup_says_is_clean() -> None:
         assert killed.destroyed.wait(5)
     finally:
         pool.close()
+
+
+def test_a_used_cgroup_wakes_the_pool_only_when_ready_ones_run_low() -> None:
+    """Used cgroups are checked in batches: a release wakes the pool's thread (a thread
+    switch, each way, on every run) only when fewer than ``spare`` are ready."""
+    pool = CgroupPool(FakeBackend(), CgroupLimits(memory_bytes=MiB, pids=8), spare=2)  # type: ignore[arg-type]
+    try:
+        assert _wait(lambda: len(pool._ready) >= 2)
+        wakes: list[int] = []
+        notify = pool._cv.notify
+
+        def counting_notify(n: int = 1) -> None:
+            wakes.append(n)
+            notify(n)
+
+        pool._cv.notify = counting_notify  # type: ignore[method-assign]
+        used = [FakeCgroup(f"used{i}", True) for i in range(2)]
+        for cg in used:
+            pool.release(cg, reuse=True)  # type: ignore[arg-type]
+        assert wakes == []  # two are ready: nothing needs doing before a run takes one
+        pool.get()
+        assert wakes == [1]  # one left: now the used ones are checked
+        assert _wait(lambda: all(any(r is cg for r in pool._ready) for cg in used))
+        assert not any(cg.destroyed.is_set() for cg in used)
+    finally:
+        pool.close()

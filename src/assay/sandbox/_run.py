@@ -160,10 +160,12 @@ class Supervision:
         wall_limit = limits.effective_wall_s
         # poll(2) rather than a selector: no epoll instance to create and close per run.
         poller = select.poll()
+        # The program process's own messages ("running", or a set-up error) matter only to
+        # the verdict at the end: they are read then (``_program_messages``), not waited
+        # for, so they cost the run no wake-up of this thread.
         watched: dict[int, _Capture | str] = {
             out_fd: self.out,
             err_fd: self.err,
-            req_sock.fileno(): "program",
             rep_sock.fileno(): "init",
         }
         if self.req.stop_fd >= 0:
@@ -225,10 +227,6 @@ class Supervision:
                     what = watched.get(fd)
                     if what is None:
                         continue
-                    if what == "program":
-                        if self._on_program_message(req_sock):
-                            forget(fd)
-                        continue
                     if what == "stop":
                         forget(fd)
                         if not finished:
@@ -253,6 +251,7 @@ class Supervision:
         finally:
             for fd in list(watched):
                 poller.unregister(fd)
+        self._program_messages(req_sock)
         return self._result()
 
     def _on_course(self, window: run_status.CpuWindow, now: float, hard_wall: float) -> bool:
@@ -287,21 +286,24 @@ class Supervision:
         except (OSError, ValueError):
             return False
 
-    def _on_program_message(self, sock: socket.socket) -> bool:
-        """The program process's last words before it runs untrusted code; True at EOF."""
-        try:
-            msg, fds = wire.recv(sock)
-        except (OSError, ValueError):
-            return True
-        for fd in fds:
-            os.close(fd)
-        if msg is None:
-            return True
-        if msg.get("kind") == "running":
-            self.running = True
-        elif msg.get("kind") == "error" and not self.running:
-            self.setup_error = str(msg.get("message", ""))
-        return False
+    def _program_messages(self, sock: socket.socket) -> None:
+        """The program process's last words before it ran untrusted code ("running", or
+        why its set-up failed), queued on its request socket: read once the run is over.
+        The process closed its end before running the program, so there are at most a
+        few, and nothing the program does can add to them."""
+        for _ in range(8):
+            try:
+                msg, fds = wire.recv(sock, wire.DONTWAIT)
+            except (OSError, ValueError):  # BlockingIOError: nothing (more) was sent
+                return
+            for fd in fds:
+                os.close(fd)
+            if msg is None:
+                return
+            if msg.get("kind") == "running":
+                self.running = True
+            elif msg.get("kind") == "error" and not self.running:
+                self.setup_error = str(msg.get("message", ""))
 
     def _on_slot_message(self, sock: socket.socket) -> bool:
         """Handle one message from the slot's init; True when the run is over."""

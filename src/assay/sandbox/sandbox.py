@@ -132,8 +132,14 @@ class Sandbox:
             else None
         )
         # Idle slots finish arming (their "armed" messages, zeroed cgroup counters) on a
-        # thread of their own, off the next run's critical path.
+        # thread of their own, off the next run's critical path. The thread that makes a
+        # slot idle registers the socket its next message arrives on (``_watch``): the
+        # arming thread wakes once per message, not once per run to learn of the slot.
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._epoll = select.epoll()
+        self._epoll.register(self._wake_r, select.EPOLLIN)
+        #: fd -> the idle slot whose next message arrives on it (under ``_lock``).
+        self._watched: dict[int, SlotHandle] = {}
         self._completer = threading.Thread(
             target=self._complete_idle, daemon=True, name="assay-arming"
         )
@@ -158,9 +164,11 @@ class Sandbox:
         self._completer.join(timeout=5)
         with self._lock:
             wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
-        for fd in wake:
-            if fd >= 0 and not self._completer.is_alive():
-                os.close(fd)
+        if not self._completer.is_alive():
+            self._epoll.close()
+            for fd in wake:
+                if fd >= 0:
+                    os.close(fd)
         with self._lock:
             if self._zygote is not None:
                 self._zygote.close()
@@ -178,29 +186,41 @@ class Sandbox:
             with contextlib.suppress(BlockingIOError, OSError):
                 os.write(fd, b"x")
 
+    def _watch(self, slot: SlotHandle) -> None:
+        """Have the arming thread finish ``slot``'s arming (``SlotHandle.try_complete``)
+        when its next message arrives; nothing if none is awaited."""
+        fd = slot.pending_fd()
+        if fd is None or fd < 0:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._watched[fd] = slot
+            mask = select.EPOLLIN | select.EPOLLONESHOT
+            try:
+                try:
+                    self._epoll.register(fd, mask)
+                except FileExistsError:  # registered for an earlier run, since fired
+                    self._epoll.modify(fd, mask)
+            except OSError:  # closed meanwhile (the slot retired): nothing to finish
+                del self._watched[fd]
+
     def _complete_idle(self) -> None:
         """Read idle slots' "armed" messages as they arrive and zero their cgroups' counters
         (``SlotHandle.try_complete``); a run that takes a slot first does it itself."""
         while True:
+            events = self._epoll.poll(1.0)
             with self._lock:
                 if self._closed:
                     break
-                slots = [slot for kind in self._idle.values() for slot in kind]
-            watch: dict[int, SlotHandle] = {}
-            for slot in slots:
-                fd = slot.pending_fd()
-                if fd is not None and fd >= 0:
-                    watch[fd] = slot
-            poller = select.poll()
-            poller.register(self._wake_r, select.POLLIN)
-            for fd in watch:
-                poller.register(fd, select.POLLIN)
-            for fd, _mask in poller.poll(1000):
+                slots = [self._watched.pop(fd, None) for fd, _mask in events]
+            for (fd, _mask), slot in zip(events, slots, strict=True):
                 if fd == self._wake_r:
                     with contextlib.suppress(BlockingIOError, OSError):
                         os.read(self._wake_r, 4096)
-                elif fd in watch:
-                    watch[fd].try_complete()
+                elif slot is not None:
+                    slot.try_complete()
+                    self._watch(slot)  # a message still awaited (the program's "armed")
 
     def _zygote_for_run(self) -> ZygoteProcess:
         with self._lock:
@@ -238,6 +258,7 @@ class Sandbox:
             "op": "slot",
             "id": f"{next(self._ids)}",
             "max_runs": defaults.SLOT_MAX_RUNS,
+            "net": net,  # a slot's runs all have loopback networking, or none does
         }
         if uid is not None:
             msg["uid"] = msg["gid"] = uid
@@ -308,7 +329,7 @@ class Sandbox:
                 with self._lock:
                     slot.in_use = False
                     self._idle[slot.kind].append(slot)
-                self._wake()
+                self._watch(slot)
                 return
         self._retire(slot)
 
@@ -349,7 +370,7 @@ class Sandbox:
                 if keep:
                     self._idle[slot.kind].append(slot)
             if keep:
-                self._wake()
+                self._watch(slot)
             else:
                 self._retire(slot)
 

@@ -388,8 +388,9 @@ static void drop_message(int sock) {
  * slot.py's Python path does them:
  *
  *   hand-over (when *pidfd_io < 0): close the program's ends (request socket `req_prog`,
- *     the collect pipe's write end, the cgroup fds), open a pidfd on it (*pidfd_io), and
- *     send the supervisor "armed" with the request socket `req_sup` (then closed);
+ *     the collect pipe's write end, the cgroup fds), open a pidfd on it (*pidfd_io), wait
+ *     for the program's own "armed" on `req_sup` (or its death, or an order), and send the
+ *     supervisor "armed" with the request socket `req_sup` (then closed);
  *   wait: until the program process exits, reaping every other child as it exits (an init
  *     must: orphans are reparented to it) and killing every process of the namespace on a
  *     kill order; any other order returns 1, unread, for slot.py to handle before it calls
@@ -412,6 +413,11 @@ int assay_slot_run(int status, int reset, int child, int *pidfd_io, int req_prog
         if (pidfd < 0) return -1;
         fcntl(pidfd, F_SETFD, FD_CLOEXEC);
         *pidfd_io = pidfd;
+        /* Hand over once the program process has said "armed" too (or died, or an order
+           came): the supervisor then finds both messages at once, one wake-up, not two. */
+        struct pollfd armed[3] = {{req_sup, POLLIN, 0}, {pidfd, POLLIN, 0}, {status, POLLIN, 0}};
+        while (poll(armed, 3, -1) < 0 && errno == EINTR) {
+        }
         int sent = send_fd(status, ARMED_MSG, sizeof ARMED_MSG - 1, req_sup);
         close(req_sup);
         if (sent != 0) return -1;

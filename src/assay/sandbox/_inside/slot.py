@@ -50,9 +50,11 @@ FIRST, RESET, OK, ERROR = b"f", b"r", b"k", b"e"
 # -- C1: the reset worker ---------------------------------------------------------------------
 
 
-def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket) -> None:
+def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket, net: bool) -> None:
     """Mount each run's fresh tmpfs (owned by the slot's user) and build the Landlock
-    ruleset naming it, on S's request.
+    ruleset naming it, on S's request: judged runs' (no TCP bind or connect at all), or
+    with ``net`` loopback runs' (TCP left to the network namespace, which has only ``lo``),
+    as the slot serves runs of one kind.
 
     Landlock rules attach to inodes and ignore the directories mounts cover, so the ruleset
     is rebuilt for each tmpfs. Returns when S is gone.
@@ -70,18 +72,15 @@ def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket) -> None:
                 rootfs.drop_rw()
             rootfs.fresh_rw(cfg["default_disk_mb"], a.uid, a.gid)
             if a.landlock_abi:
-                # Two rulesets: judged runs' (no TCP bind or connect at all) and loopback
-                # runs' (TCP left to the network namespace, which has only ``lo``).
-                for net in (False, True):
-                    fds.append(
-                        landlock.build_ruleset(
-                            a.landlock_abi,
-                            read_paths=["/"],
-                            write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
-                            device_paths=["/dev"],  # read-only tmpfs: only devices writable
-                            net=net,
-                        )
+                fds.append(
+                    landlock.build_ruleset(
+                        a.landlock_abi,
+                        read_paths=["/"],
+                        write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
+                        device_paths=["/dev"],  # read-only tmpfs: only devices writable
+                        net=net,
                     )
+                )
             wire.send_raw(sock, OK, fds)
         except BaseException as exc:
             with contextlib.suppress(OSError):
@@ -104,12 +103,16 @@ class Slot:
     wait status, and has C1 prepare the next tmpfs.
     """
 
-    def __init__(self, arming: Arming, sockets: tuple[socket.socket, socket.socket]) -> None:
-        """``sockets``: the status socket to the supervisor and the one to the reset worker."""
+    def __init__(
+        self, arming: Arming, sockets: tuple[socket.socket, socket.socket], net: bool = False
+    ) -> None:
+        """``sockets``: the status socket to the supervisor and the one to the reset worker;
+        ``net``: whether the slot's runs have loopback networking (all of them, or none)."""
         #: What this slot's program processes arm themselves with (its own uid and gid).
         self.arming = arming
         self.status, self.reset = sockets
-        self.ruleset = self.ruleset_net = -1
+        self.net = net
+        self.ruleset = -1  # the Landlock ruleset naming the armed run's tmpfs
         self.bpf = -1  # the seccomp program, for the launcher to load
         self.reset_pending = False
         self.pending: tuple[bytes, list[int]] | None = None
@@ -165,6 +168,9 @@ class Slot:
                 if not data:
                     os._exit(0)
                 kind = arms.get(data)
+                if kind is not None and kind[1] != self.net:  # its ruleset is of one kind
+                    report_error(self.status, "arm", ValueError("arm order of the other kind"))
+                    os._exit(1)
                 if kind is not None:
                     break
                 for fd in fds:  # a late kill order for a run that is already over
@@ -203,14 +209,12 @@ class Slot:
             for fd in fds:
                 os.close(fd)
             raise OSError(data[1:].decode(errors="replace") or "the reset worker is gone")
-        for old in (self.ruleset, self.ruleset_net):
-            if old >= 0:
-                os.close(old)
-        self.ruleset = self.ruleset_net = -1
+        if self.ruleset >= 0:
+            os.close(self.ruleset)
+        self.ruleset = -1
         if fds:
             # Out of the way of the stdio and pipe fds the program process sets up.
             self.ruleset = fcntl.fcntl(fds[0], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
-            self.ruleset_net = fcntl.fcntl(fds[-1], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
             for fd in fds:
                 os.close(fd)
 
@@ -246,8 +250,7 @@ class Slot:
                     req_sup.close()
                     os.close(collect_r)
                     arming = self.arming_net if net else self.arming
-                    ruleset = self.ruleset_net if net else self.ruleset
-                    program.run_program(arming, cg_fds, req_prog, collect_w, ruleset)
+                    program.run_program(arming, cg_fds, req_prog, collect_w, self.ruleset)
             if native is not None:
                 # The same steps in C: nothing of this heap is written while the program
                 # process shares its pages (each page written would be copied).
@@ -308,7 +311,7 @@ class Slot:
         """Fork the program process in C (native.py's ``fork_program``): it arms itself and
         takes its request before it comes back to Python, here, only to start the program."""
         arming = self.arming_net if net else self.arming
-        ruleset = self.ruleset_net if net else self.ruleset
+        ruleset = self.ruleset
         bpf = arming.filter.bpf if arming.filter is not None else None
         ends = (self.status.fileno(), self.reset.fileno(), req_sup.fileno(), collect_r)
         ids = (arming.uid, arming.gid, ruleset, bpf)
@@ -356,7 +359,7 @@ class Slot:
         """
         sources = [req_prog.fileno(), collect_w, *cg_fds]
         ruleset_at = bpf_at = -1
-        ruleset = self.ruleset_net if net else self.ruleset
+        ruleset = self.ruleset
         if ruleset >= 0:
             ruleset_at = 3 + len(sources)
             sources.append(ruleset)

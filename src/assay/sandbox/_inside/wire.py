@@ -42,9 +42,9 @@ def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, .
     send_raw(sock, json.dumps(obj, separators=(",", ":")).encode(), fds)
 
 
-def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+def recv(sock: socket.socket, flags: int = 0) -> tuple[dict[str, Any] | None, list[int]]:
     """Receive one message; ``(None, [])`` on EOF. Received fds are close-on-exec."""
-    data, fds, truncated = _recvmsg(sock, 0)
+    data, fds, truncated = _recvmsg(sock, flags)
     if truncated:
         raise ValueError("truncated control message")
     return (json.loads(data) if data else None), fds

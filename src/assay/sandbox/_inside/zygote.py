@@ -194,14 +194,16 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 reset_c1.close()
-                slot.Slot(arming, (status, reset_slot)).serve(self.cfg, int(prep["max_runs"]))
+                net = bool(prep.get("net"))
+                slot.Slot(arming, (status, reset_slot), net).serve(self.cfg, int(prep["max_runs"]))
                 os._exit(0)
             status.close()
             reset_slot.close()
         except BaseException as exc:
             slot.report_error(status, "namespaces", exc)
             os._exit(1)
-        slot.reset_worker(self.cfg, arming, reset_c1)  # until the slot's init is gone
+        # Until the slot's init is gone.
+        slot.reset_worker(self.cfg, arming, reset_c1, bool(prep.get("net")))
         os.waitpid(pid, 0)
         os._exit(0)
 
