@@ -54,10 +54,6 @@ class _Fds:
     def write(self, path: str, value: str, flags: int = os.O_WRONLY) -> None:
         os.pwrite(self.fd(path, flags), value.encode(), 0)
 
-    def dup(self, path: str) -> int:
-        """A new fd of ``path`` open for writing (the caller owns and closes it)."""
-        return os.dup(self.fd(path, os.O_WRONLY))
-
     def close(self) -> None:
         fds, self._fds = self._fds, {}
         for fd in fds.values():

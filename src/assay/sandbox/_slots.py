@@ -105,7 +105,8 @@ class SlotHandle:
                     os.close(fd)
                 self.error = self.error or _message(data, "sandbox init exited")
                 return False
-            self.req_sock = socket.socket(fileno=fds[0])
+            # Its kind given: no getsockname and getsockopt calls to learn it.
+            self.req_sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fds[0])
         if not self.prog_armed:
             data, extra = self._recv_raw(self.req_sock, timeout)
             for fd in extra:
@@ -177,12 +178,8 @@ class SlotHandle:
 
     def arm(self, cg: RunCgroup | None) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
-        fds = cg.procs_fds() if cg is not None else []
-        try:
-            wire.send_raw(self.sock, (wire.ARM_NET if self.net else wire.ARM)[self.launcher], fds)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        fds = cg.held_procs_fds() if cg is not None else []
+        wire.send_raw(self.sock, (wire.ARM_NET if self.net else wire.ARM)[self.launcher], fds)
         self.cg = cg
 
     @property

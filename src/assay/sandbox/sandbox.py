@@ -461,8 +461,8 @@ class Sandbox:
             finally:
                 for fd in child_fds:
                     os.close(fd)
-            for fd in (out_r, err_r):
-                os.set_blocking(fd, False)
+            for fd in (out_r, err_r):  # a new pipe's only flag: one fcntl, not get and set
+                fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
             result = sup.wait(slot.req_sock, slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot)
             # After a kill order the slot's init has cleaned up; only a destroyed slot is lost.
             reusable = not sup.hard_killed and (
@@ -494,10 +494,7 @@ def _readonly_memfd(data: bytes) -> int:
     """A memfd holding ``data`` that nobody can change any more (sealed)."""
     fd = os.memfd_create("stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
+        wire.write_at_start(fd, data)
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
     except BaseException:
         os.close(fd)

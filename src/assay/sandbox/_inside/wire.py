@@ -97,12 +97,17 @@ def unpack_files(fd: int) -> list[tuple[str, bytes, int]]:
 def memfd_with(data: bytes, name: str = "assay") -> int:
     """A sealed-by-convention memfd holding ``data``, positioned at 0."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-    os.lseek(fd, 0, os.SEEK_SET)
+    write_at_start(fd, data)
     return fd
+
+
+def write_at_start(fd: int, data: bytes) -> None:
+    """Write ``data`` at the start of the empty file ``fd``, leaving its offset at 0
+    (``pwrite``: no seek back, a system call fewer per file on every run's path)."""
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], done)
 
 
 def read_all(fd: int) -> bytes:
