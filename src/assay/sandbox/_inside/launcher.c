@@ -539,22 +539,31 @@ void assay_set_fork_hooks(void *before, void *parent, void *child) {
 /* Fork the run's Python program process and, in it, arm and take the request before
    returning to Python: the child then has written only the pages these C steps touch,
    where the same steps reached through Python (the fork's return, two ctypes calls with
-   their arguments) wrote ~150 more, each one copied. Called through ctypes.PYFUNCTYPE, so
-   with the GIL held, as os.fork is; and like os.fork it returns twice.
+   their arguments) wrote ~150 more, each one copied. In the parent (the slot's init), go on
+   at once with assay_slot_run: hand the process over and wait for it, so the init runs no
+   Python while it shares its pages with the program process either. Called through
+   ctypes.PYFUNCTYPE, so with the GIL held, as os.fork is; and like os.fork it returns twice.
 
    ints: status, reset, req_sup, collect_r (the init's ends: closed in the child), uid, gid,
    userns, ruleset, req (the program's request socket), collect_w, ncg, then ncg cgroup fds.
-   Parent: the child's pid, or -errno. Child: 0 with the spec in spec_buf (*spec_len bytes;
-   *spec_big instead, malloc'd, when it does not fit); it never returns on a failure (exit
-   126, reported to the supervisor) or when the supervisor went away (exit 0). */
+   Parent: the child's pid, or -errno if the fork failed; run_result then holds
+   assay_slot_run's result and errno (*pidfd_io and record as there). Child: 0 with the spec in
+   spec_buf (*spec_len bytes; *spec_big instead, malloc'd, when it does not fit); it never
+   returns on a failure (exit 126, reported to the supervisor) or when the supervisor went
+   away (exit 0). */
 int assay_fork_program(const int *ints, const char *workdir, const void *bpf, size_t bpf_len,
-                       char *spec_buf, size_t spec_cap, size_t *spec_len, char **spec_big) {
+                       char *spec_buf, size_t spec_cap, size_t *spec_len, char **spec_big,
+                       int *pidfd_io, char *record, size_t record_cap, int *run_result) {
     py_before_fork();
     pid_t pid = fork();
     int saved = errno;
     if (pid != 0) {
         py_after_fork_parent();
-        return pid > 0 ? (int)pid : -saved;
+        if (pid < 0) return -saved;
+        run_result[0] = assay_slot_run(ints[0], ints[1], (int)pid, pidfd_io, ints[8], ints[9],
+                                       ints + 11, ints[10], ints[2], ints[3], record, record_cap);
+        run_result[1] = errno;
+        return (int)pid;
     }
     py_after_fork_child();
     for (int i = 0; i < 4; i++) close(ints[i]);

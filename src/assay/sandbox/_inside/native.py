@@ -49,7 +49,9 @@ class Native:
             lib.assay_set_fork_hooks.argtypes = [ctypes.c_void_p] * 3
             lib.assay_set_fork_hooks(*hooks)
             # PYFUNCTYPE: called with the GIL held (the hooks need it), as os.fork is.
-            proto = ctypes.PYFUNCTYPE(i, P(i), s, s, sz, s, sz, P(sz), P(ctypes.c_void_p))
+            proto = ctypes.PYFUNCTYPE(
+                i, P(i), s, s, sz, s, sz, P(sz), P(ctypes.c_void_p), P(i), s, sz, P(i)
+            )
             self._fork: Any = proto(("assay_fork_program", lib))
         except (AttributeError, OSError):
             self._fork = None
@@ -61,6 +63,7 @@ class Native:
         # Built now, in the fork server, so a run allocates as little as possible.
         self._spec = ctypes.c_void_p()
         self._spec_len = ctypes.c_size_t()
+        self._run_result = (ctypes.c_int * 2)()  # assay_slot_run's result, and errno
 
     def arm(
         self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int, bpf: bytes | None
@@ -126,10 +129,7 @@ class Native:
             self.record,
             len(self.record),
         )
-        if res < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, "hand-over" if res == -1 else "slot wait")
-        return int(res)
+        return _run_result(res, ctypes.get_errno())
 
     @property
     def can_fork(self) -> bool:
@@ -147,10 +147,13 @@ class Native:
         """Fork the run's program process, which arms itself and takes its request in C
         before it returns here (launcher.c's ``assay_fork_program``); like os.fork, returns
         the child's pid in the slot's init and 0 in the child, whose spec is then
-        :meth:`spec`. ``init_ends``: the init's status and reset sockets, the supervisor's
-        end of the request socket and the collect pipe's read end (closed in the child);
-        ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises OSError if the
-        fork failed (in the init)."""
+        :meth:`spec`. In the init the call first does what :meth:`slot_run` does (hand the
+        process over, wait for it, end the run), all of it in C; its result is then
+        :meth:`first_result`. ``init_ends``: the init's status and reset sockets, the
+        supervisor's end of the request socket and the collect pipe's read end (closed in
+        the child; the last two also in the init, as are ``req``, ``collect_w`` and the
+        cgroup fds); ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises
+        OSError if the fork failed (in the init)."""
         assert self._fork is not None
         uid, gid, ruleset, bpf = arming
         ints = self._ints
@@ -168,10 +171,19 @@ class Native:
             len(self._spec_buf),
             ctypes.byref(self._spec_len),
             ctypes.byref(self._spec_big),
+            ctypes.byref(self._pidfd),
+            self.record,
+            len(self.record),
+            self._run_result,
         )
         if res < 0:
             raise OSError(-res, os.strerror(-res))
         return int(res)
+
+    def first_result(self) -> int:
+        """In the slot's init, after :meth:`fork_program`: what its run's wait returned (as
+        :meth:`slot_run` returns it; raises as it does)."""
+        return _run_result(self._run_result[0], self._run_result[1])
 
     def spec(self) -> bytes:
         """In the program process forked by :meth:`fork_program`: its request's spec."""
@@ -179,6 +191,13 @@ class Native:
         if self._spec_big.value:
             return ctypes.string_at(self._spec_big.value, n)
         return self._spec_buf.raw[:n]
+
+
+def _run_result(res: int, err: int) -> int:
+    """assay_slot_run's result (0, 1 or 3), or OSError for its failures (-1, -2)."""
+    if res < 0:
+        raise OSError(err, "hand-over" if res == -1 else "slot wait")
+    return int(res)
 
 
 def _function(lib: ctypes.CDLL, name: str, *argtypes: Any) -> Any:

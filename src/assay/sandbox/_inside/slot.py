@@ -35,6 +35,8 @@ from . import landlock, linux, program, rootfs, wire
 from .arming import Arming
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .native import Native
 
 RULESET_FD_MIN = 200
@@ -236,12 +238,14 @@ class Slot:
             native = self.arming.native
             if native is not None and len(cg_fds) > 16:
                 native = None  # more hierarchies than the C steps take: the Python steps
+            first: Callable[[], int] | None = None  # the run's first wait, if already done
             if launcher:
                 pid = self._spawn_launcher(cg_fds, req_prog, collect_w, net)
             elif native is not None and native.can_fork:
                 pid = self._fork_program(
                     native, cg_fds, req_sup, req_prog, collect_r, collect_w, net
                 )
+                first = native.first_result  # the run is over, or an order waits
             else:
                 pid = os.fork()
                 if pid == 0:
@@ -255,12 +259,12 @@ class Slot:
                 # The same steps in C: nothing of this heap is written while the program
                 # process shares its pages (each page written would be copied).
                 ends = (req_prog.detach(), collect_w, cg_fds)
-                sup = req_sup.detach()
+                sup = req_sup.detach()  # (-1 when _fork_program has detached them)
         except BaseException as exc:
             report_error(self.status, "arm", exc)
             os._exit(1)
         if native is not None:
-            self._native_after_fork(native, pid, ends, sup, collect_r)
+            self._native_after_fork(native, pid, ends, sup, collect_r, first)
             return
         try:
             req_prog.close()
@@ -309,16 +313,20 @@ class Slot:
         net: bool,
     ) -> int:
         """Fork the program process in C (native.py's ``fork_program``): it arms itself and
-        takes its request before it comes back to Python, here, only to start the program."""
+        takes its request before it comes back to Python, here, only to start the program;
+        this process comes back once the run is over (or an order waits for it), having
+        handed the request socket over and waited in C."""
         arming = self.arming_net if net else self.arming
         ruleset = self.ruleset
         bpf = arming.filter.bpf if arming.filter is not None else None
-        ends = (self.status.fileno(), self.reset.fileno(), req_sup.fileno(), collect_r)
+        # C closes both ends of the request socket (here after the hand-over, there
+        # before it returns): detached now, before the fork shares this heap.
+        ends = (self.status.fileno(), self.reset.fileno(), req_sup.detach(), collect_r)
         ids = (arming.uid, arming.gid, ruleset, bpf)
-        pid = native.fork_program(ends, ids, cg_fds, req_prog.fileno(), collect_w)
+        pid = native.fork_program(ends, ids, cg_fds, req_prog.detach(), collect_w)
         if pid == 0:  # the program process, armed, its request taken
             # C closed these fds: no object may close them again once the program reuses them.
-            for sock in (self.status, self.reset, req_sup, req_prog):
+            for sock in (self.status, self.reset):
                 sock.detach()
             program.start(arming, program.Spec.parse(native.spec()))
         return pid
@@ -330,12 +338,18 @@ class Slot:
         ends: tuple[int, int, list[int]],
         sup: int,
         collect_r: int,
+        first: Callable[[], int] | None,
     ) -> None:
         """Hand the program process over, wait for it and end the run, in C (native.py's
-        ``slot_run``); orders other than a kill come back here between waits."""
+        ``slot_run``; ``first``: the result of that first wait when the fork call did it);
+        orders other than a kill come back here between waits."""
         sockets = (self.status.fileno(), self.reset.fileno())
         try:
-            res = native.slot_run(sockets, pid, ends, sup, collect_r)
+            res = (
+                first()
+                if first is not None
+                else native.slot_run(sockets, pid, ends, sup, collect_r)
+            )
             while res == 1:
                 self._order()
                 res = native.slot_run(sockets, pid, ends, sup, collect_r)
