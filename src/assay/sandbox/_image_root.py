@@ -75,15 +75,3 @@ def wrap(argv: list[str], image_root: str) -> list[str]:
     if not os.path.lexists(inner):
         raise SandboxError(f"the image has no {argv[0]} (its sandbox interpreter)")
     return [sys.executable, "-I", "-c", TRAMPOLINE, root, *argv]
-
-
-def image_seccomp_fd(inet: bool = False) -> int:
-    """A memfd holding the sandbox's seccomp program, compiled here with the host's
-    libseccomp (an image need not have one; the fork server only loads the program)."""
-    from ._inside import seccomp, wire
-
-    try:
-        bpf = seccomp.build(inet).bpf
-    except seccomp.SeccompUnavailable as exc:
-        raise SandboxError(f"cannot compile the seccomp filter for an image: {exc}") from exc
-    return wire.memfd_with(bpf, "assay-seccomp")

@@ -14,8 +14,8 @@ from typing import Any
 
 from .. import defaults
 from ..errors import SandboxError
-from ._image_root import image_seccomp_fd, wrap
-from ._inside import wire
+from ._image_root import wrap
+from ._inside import seccomp, wire
 from ._launch import build_native
 from .config import SandboxConfig
 
@@ -37,6 +37,16 @@ def readable(obj: int | socket.socket, timeout: float | None) -> bool:
     poller.register(obj, select.POLLIN)
     wait = None if timeout is None else max(0, int(timeout * 1000 + 0.999))
     return bool(poller.poll(wait))
+
+
+def _seccomp_fd(inet: bool = False) -> int:
+    """A memfd holding the sandbox's seccomp program, compiled here with the host's
+    libseccomp (the fork server only loads the program)."""
+    try:
+        bpf = seccomp.build(inet).bpf
+    except seccomp.SeccompUnavailable as exc:
+        raise SandboxError(f"cannot compile the seccomp filter: {exc}") from exc
+    return wire.memfd_with(bpf, "assay-seccomp")
 
 
 def kill_and_reap(proc: subprocess.Popen[bytes], wait_s: float) -> None:
@@ -96,9 +106,11 @@ class ZygoteProcess:
                         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
                         cfg[key] = fd
                         passed.append(fd)
-        if config.image_root is not None and config.seccomp:
-            # The image's fork server loads the filter the host's libseccomp compiled.
-            bpf, bpf_net = image_seccomp_fd(), image_seccomp_fd(inet=True)
+        if config.seccomp:
+            # The fork server loads the filters compiled here: an image need not have
+            # libseccomp, and the host's fork server then never maps it (five more memory
+            # areas, and its heap, that every run's fork would copy and its exit tear down).
+            bpf, bpf_net = _seccomp_fd(), _seccomp_fd(inet=True)
             cfg["seccomp_fd"], cfg["seccomp_net_fd"] = bpf, bpf_net
             passed += [bpf, bpf_net]
         bundle = wire.memfd_with(_bundle(), "assay-boot")

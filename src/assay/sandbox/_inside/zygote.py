@@ -93,14 +93,10 @@ class Zygote:
         )
         info["launcher"] = launcher is not None
         net_filter: seccomp.Filter | None = None
-        if cfg["seccomp"] and cfg.get("seccomp_fd", -1) >= 0:
-            # Compiled by the supervisor (an image may lack libseccomp): loaded raw as ever.
+        if cfg["seccomp"]:
+            # Compiled by the supervisor (the host's libseccomp): loaded raw, as ever.
             self.filter = seccomp.Filter(_read_fd(cfg["seccomp_fd"]))
             net_filter = seccomp.Filter(_read_fd(cfg["seccomp_net_fd"]))
-            info["seccomp_instructions"] = self.filter.instructions
-        elif cfg["seccomp"]:
-            self.filter = seccomp.build()
-            net_filter = seccomp.build(inet=True)
             info["seccomp_instructions"] = self.filter.instructions
         if cfg["landlock"]:
             self.landlock_abi = landlock.abi_version()
