@@ -91,6 +91,41 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
+#: A ruleset's plan: landlock_create_ruleset's attributes (b"" without Landlock) and its
+#: rules, (path, access granted if it is a directory, access granted otherwise).
+Plan = tuple[bytes, list[tuple[str, int, int]]]
+
+
+def plan_ruleset(
+    abi: int,
+    read_paths: list[str],
+    write_paths: list[str],
+    device_paths: list[str],
+    net: bool = False,
+) -> Plan:
+    """What :func:`build_ruleset` creates, without creating it: the policy, in one place,
+    for this module and for the reset worker's C steps (launcher.c's ``assay_reset``)."""
+    if abi <= 0:
+        return b"", []
+    handled = _fs_rights(abi)
+    attr = _RulesetAttr(handled, 0, 0)
+    size = 8
+    if abi >= 4:
+        attr.handled_access_net = 0 if net else NET_BIND_TCP | NET_CONNECT_TCP
+        size = 16
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = 24
+    read = EXECUTE | READ_FILE | READ_DIR
+    file_only = EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+    rules = []
+    for paths, access in ((read_paths, read), (write_paths, handled), (device_paths, file_only)):
+        for path in paths:
+            allowed = access & handled
+            rules.append((path, allowed, allowed & file_only))
+    return ctypes.string_at(ctypes.addressof(attr), size), rules
+
+
 def build_ruleset(
     abi: int,
     read_paths: list[str],
@@ -110,47 +145,39 @@ def build_ruleset(
     connect alone (Landlock names ports, not addresses; the run's network namespace, with
     ``lo`` only, is what keeps it from everything outside).
     """
-    if abi <= 0:
+    return create_ruleset(plan_ruleset(abi, read_paths, write_paths, device_paths, net))
+
+
+def create_ruleset(plan: Plan) -> int:
+    """Create the ruleset ``plan`` describes (:func:`plan_ruleset`), naming its paths as
+    they are now; returns its fd, or -1 for the plan of no Landlock."""
+    attr, rules = plan
+    if not attr:
         return -1
-    handled = _fs_rights(abi)
-    attr = _RulesetAttr(handled, 0, 0)
-    size = 8
-    if abi >= 4:
-        attr.handled_access_net = 0 if net else NET_BIND_TCP | NET_CONNECT_TCP
-        size = 16
-    if abi >= 6:
-        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
-        size = 24
     fd = int(
         linux.libc.syscall(
-            ctypes.c_long(SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+            ctypes.c_long(SYS_CREATE), attr, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)
         )
     )
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock_create_ruleset: {os.strerror(err)}")
-    read = EXECUTE | READ_FILE | READ_DIR
-    file_only = EXECUTE | READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
-    for paths, access in ((read_paths, read), (write_paths, handled), (device_paths, file_only)):
-        for path in paths:
-            pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                allowed = access & handled
-                if not os.path.isdir(path):
-                    allowed &= file_only
-                rule = _PathBeneath(allowed, pfd)
-                res = linux.libc.syscall(
-                    ctypes.c_long(SYS_ADD_RULE),
-                    ctypes.c_int(fd),
-                    ctypes.c_int(RULE_PATH_BENEATH),
-                    ctypes.byref(rule),
-                    ctypes.c_uint32(0),
-                )
-                if res < 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
-            finally:
-                os.close(pfd)
+    for path, on_dir, on_file in rules:
+        pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            rule = _PathBeneath(on_dir if os.path.isdir(path) else on_file, pfd)
+            res = linux.libc.syscall(
+                ctypes.c_long(SYS_ADD_RULE),
+                ctypes.c_int(fd),
+                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+            if res < 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"landlock_add_rule {path}: {os.strerror(err)}")
+        finally:
+            os.close(pfd)
     return fd
 
 

@@ -50,6 +50,7 @@
 #include <sys/resource.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -522,6 +523,86 @@ out:
     if (sfd >= 0) close(sfd);
     sigprocmask(SIG_SETMASK, &old, NULL);
     return result;
+}
+
+/* -- the reset worker's steps between runs (slot.py's reset_worker) -------------------- */
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+
+struct path_beneath {
+    unsigned long long allowed_access;
+    int parent_fd;
+} __attribute__((packed));
+
+/* What rootfs.drop_rw, rootfs.fresh_rw and landlock.build_ruleset do, with the policy
+   (places, modes, options, the ruleset's plan) handed over from Python:
+
+   when `drop`, detach the last run's tmpfs from each of the n targets (failures ignored);
+   mount a tmpfs with `options` on `stage`, make each place names[i] in it with modes[i]
+   (owned by uid:gid when owned[i]) and bind it over targets[i], then detach `stage`;
+   create the Landlock ruleset with the attributes `attr` (attr_size bytes; 0: none) and a
+   path-beneath rule per rule_paths[j]: rule_access[2j] for a directory, rule_access[2j+1]
+   otherwise.
+
+   Returns the ruleset's fd, -1 when there is none, or -(10 + stage) with errno set on a
+   failure, stage 1 the mount, 2 a place, 3 a bind, 4 the stage's detach, 5 the ruleset,
+   6 + j rule j. */
+int assay_reset(int drop, const char *stage, const char *options, int n,
+                const char *const *names, const char *const *targets, const int *modes,
+                const int *owned, int uid, int gid, const void *attr, size_t attr_size,
+                int nrules, const char *const *rule_paths,
+                const unsigned long long *rule_access) {
+    if (drop)
+        for (int i = 0; i < n; i++) umount2(targets[i], MNT_DETACH);
+    if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) return -11;
+    int failed = 0;
+    char path[256];
+    for (int i = 0; i < n && !failed; i++) {
+        if (snprintf(path, sizeof path, "%s/%s", stage, names[i]) >= (int)sizeof path) {
+            errno = ENAMETOOLONG;
+            failed = -12;
+        } else if (mkdir(path, 0700) != 0 || chmod(path, (mode_t)modes[i]) != 0 ||
+                   (owned[i] && chown(path, (uid_t)uid, (gid_t)gid) != 0)) {
+            failed = -12;
+        } else if (mount(path, targets[i], NULL, MS_BIND, NULL) != 0) {
+            failed = -13;
+        }
+    }
+    int saved = errno;
+    if (umount2(stage, MNT_DETACH) != 0 && !failed) return -14;
+    if (failed) {
+        errno = saved;
+        return failed;
+    }
+    if (!attr_size) return -1;
+    int fd = (int)syscall(SYS_landlock_create_ruleset, attr, attr_size, 0);
+    if (fd < 0) return -15;
+    for (int j = 0; j < nrules; j++) {
+        int pfd = open(rule_paths[j], O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (pfd < 0 || fstat(pfd, &st) != 0) {
+            saved = errno;
+            if (pfd >= 0) close(pfd);
+            close(fd);
+            errno = saved;
+            return -16 - j;
+        }
+        struct path_beneath rule = {rule_access[2 * j + (S_ISDIR(st.st_mode) ? 0 : 1)], pfd};
+        long res = syscall(SYS_landlock_add_rule, fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0);
+        saved = errno;
+        close(pfd);
+        if (res != 0) {
+            close(fd);
+            errno = saved;
+            return -16 - j;
+        }
+    }
+    return fd;
 }
 
 /* -- forking a Python program process (the slot's init, slot.py) ---------------------- */

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .landlock import Plan
 
 
 class Native:
@@ -33,6 +38,11 @@ class Native:
         self._arm = _function(lib, "assay_arm", s, i, i, i, P(i), i, i, s, sz, i)
         self._take = _function(lib, "assay_take", i, i, P(ctypes.c_void_p), P(sz))
         self._slot_run = _function(lib, "assay_slot_run", i, i, i, P(i), i, i, P(i), i, i, i, s, sz)
+        strings, ull = P(ctypes.c_char_p), P(ctypes.c_ulonglong)
+        self._reset = _function(
+            lib, "assay_reset", i, s, s, i, strings, strings, P(i), P(i), i, i, s, sz, i,
+            strings, ull,
+        )  # fmt: skip
         self._pidfd = ctypes.c_int(-1)
         self._cg = (ctypes.c_int * 16)()
         #: The last run's exit record (see ``slot_run``).
@@ -130,6 +140,58 @@ class Native:
             len(self.record),
         )
         return _run_result(res, ctypes.get_errno())
+
+    def resetter(
+        self,
+        stage: str,
+        options: str,
+        places: list[tuple[str, str, int, bool]],
+        ids: tuple[int, int],
+        plan: Plan,
+    ) -> Callable[[bool], int]:
+        """The reset worker's steps between runs in one C call (launcher.c's
+        ``assay_reset``), its arguments built now, once: the returned function, called
+        with ``drop`` (detach the last run's tmpfs first), mounts a tmpfs with ``options``
+        on ``stage``, makes each place ``(name, target, mode, owned by ids)`` in it and
+        binds it over its target, detaches ``stage``, and creates the Landlock ruleset of
+        ``plan``; it returns the ruleset's fd (-1: none) or raises OSError."""
+
+        def strings(values: list[str]) -> Any:
+            return (ctypes.c_char_p * max(1, len(values)))(*[os.fsencode(v) for v in values])
+
+        def ints(values: list[int]) -> Any:
+            return (ctypes.c_int * max(1, len(values)))(*values)
+
+        attr, rules = plan
+        paths = [path for path, _d, _f in rules]
+        access = [a for _p, on_dir, on_file in rules for a in (on_dir, on_file)]
+        args = (
+            os.fsencode(stage),
+            os.fsencode(options),
+            len(places),
+            strings([name for name, _t, _m, _o in places]),
+            strings([target for _n, target, _m, _o in places]),
+            ints([mode for _n, _t, mode, _o in places]),
+            ints([int(own) for _n, _t, _m, own in places]),
+            ids[0],
+            ids[1],
+            attr or None,
+            len(attr),
+            len(rules),
+            strings(paths),
+            (ctypes.c_ulonglong * max(1, len(access)))(*access),
+        )
+        steps = ["mount tmpfs", "make a place", "bind a place", "detach the stage"]
+        steps += ["landlock_create_ruleset", *(f"landlock_add_rule {p}" for p in paths)]
+
+        def reset(drop: bool) -> int:
+            res = int(self._reset(1 if drop else 0, *args))
+            if res >= -1:
+                return res
+            err = ctypes.get_errno()
+            raise OSError(err, f"{steps[-res - 11]}: {os.strerror(err)}")
+
+        return reset
 
     @property
     def can_fork(self) -> bool:

@@ -234,32 +234,36 @@ def slot_accounts(uid: int, gid: int) -> None:
 
 
 WRITABLE = (("/work", "work"), ("/tmp", "tmp"), ("/dev/shm", "shm"))
+#: Where each run's tmpfs is mounted while its places are made, before they are bound over
+#: the template's writable places.
+STAGE = "/.rw"
+
+
+def places() -> list[tuple[str, str, int, bool]]:
+    """The places of a run's tmpfs: (name in it, where it is bound, mode, owned by the
+    slot's user). The run's own directory is the user's; /tmp and /dev/shm are sticky."""
+    modes = {"work": (0o755, True), "tmp": (0o1777, False), "shm": (0o1777, False)}
+    return [(name, target, *modes[name]) for target, name in WRITABLE]
+
+
+def tmpfs_options(disk_mb: int) -> str:
+    return f"size={disk_mb}m,nr_inodes=65536,mode=755"
 
 
 def fresh_rw(disk_mb: int, uid: int, gid: int) -> None:
-    """Mount one new size-capped tmpfs and expose it as /work, /tmp and /dev/shm."""
-    linux.mount(
-        "tmpfs",
-        "/.rw",
-        "tmpfs",
-        linux.MS_NOSUID | linux.MS_NODEV,
-        f"size={disk_mb}m,nr_inodes=65536,mode=755",
-    )
+    """Mount one new size-capped tmpfs and expose it as /work, /tmp and /dev/shm (the same
+    steps as launcher.c's ``assay_reset``, which the reset worker uses when it can)."""
+    linux.mount("tmpfs", STAGE, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, tmpfs_options(disk_mb))
     try:
-        for name, mode, owner in (
-            ("work", 0o755, True),
-            ("tmp", 0o1777, False),
-            ("shm", 0o1777, False),
-        ):
-            path = "/.rw/" + name
+        for name, target, mode, owned in places():
+            path = f"{STAGE}/{name}"
             os.mkdir(path)
             os.chmod(path, mode)
-            if owner:
+            if owned:
                 os.chown(path, uid, gid)
-        for target, name in WRITABLE:
-            linux.mount("/.rw/" + name, target, None, linux.MS_BIND)
+            linux.mount(path, target, None, linux.MS_BIND)
     finally:
-        linux.umount2("/.rw", linux.MNT_DETACH)
+        linux.umount2(STAGE, linux.MNT_DETACH)
 
 
 def drop_rw() -> None:
