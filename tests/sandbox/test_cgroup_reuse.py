@@ -99,10 +99,13 @@ class FakeBackend:
     version = "fake"
     base = "/fake"
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 1 << 30) -> None:
         self.made = 0
+        self.limit = limit  # cgroups it can make (then the kernel refuses more)
 
     def create(self, limits: CgroupLimits) -> FakeCgroup:
+        if self.made >= self.limit:
+            raise OSError("no more cgroups")
         self.made += 1
         return FakeCgroup(f"new{self.made}", True)
 
@@ -117,7 +120,7 @@ def _wait(cond, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
 
 
 def test_pool_reuses_only_what_the_cgroup_says_is_clean() -> None:
-    backend = FakeBackend()
+    backend = FakeBackend(limit=1)  # one made: room in the pool for the used ones
     pool = CgroupPool(backend, CgroupLimits(memory_bytes=MiB, pids=8), spare=1)  # type: ignore[arg-type]
     try:
         assert _wait(lambda: len(pool._ready) >= 1)
@@ -145,7 +148,7 @@ def test_a_used_cgroup_wakes_the_pool_only_when_ready_ones_run_low() -> None:
     switch, each way, on every run) only when fewer than ``spare`` are ready."""
     pool = CgroupPool(FakeBackend(), CgroupLimits(memory_bytes=MiB, pids=8), spare=2)  # type: ignore[arg-type]
     try:
-        assert _wait(lambda: len(pool._ready) >= 2)
+        assert _wait(lambda: len(pool._ready) >= pool.keep)  # filled past spare: slack
         wakes: list[int] = []
         notify = pool._cv.notify
 
@@ -157,9 +160,12 @@ def test_a_used_cgroup_wakes_the_pool_only_when_ready_ones_run_low() -> None:
         used = [FakeCgroup(f"used{i}", True) for i in range(2)]
         for cg in used:
             pool.release(cg, reuse=True)  # type: ignore[arg-type]
-        assert wakes == []  # two are ready: nothing needs doing before a run takes one
+        assert wakes == []  # plenty are ready: nothing needs doing before runs take them
+        while len(pool._ready) > pool.spare:
+            pool.get()
+        assert wakes == []  # still `spare` ready
         pool.get()
-        assert wakes == [1]  # one left: now the used ones are checked
+        assert wakes == [1]  # fewer than `spare` left: now the used ones are checked
         assert _wait(lambda: all(any(r is cg for r in pool._ready) for cg in used))
         assert not any(cg.destroyed.is_set() for cg in used)
     finally:

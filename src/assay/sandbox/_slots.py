@@ -226,9 +226,10 @@ class CgroupPool:
         self.backend = backend
         self.limits = limits
         self.spare = spare
-        #: Most ready cgroups kept (the rest of those checked are removed): room for a batch
-        #: of used ones, so the thread is woken once per ~BATCH runs (each wake-up, a thread
-        #: switch each way, cost ~45 us of trusted CPU on this machine).
+        #: Ready cgroups the thread fills the pool up to, and keeps at most (used ones past
+        #: it are removed). Woken only when fewer than ``spare`` are ready, it then finds a
+        #: batch of ~BATCH used ones to check: one wake-up per ~BATCH runs, not one per run
+        #: (each, a thread switch each way, cost ~45 us of trusted CPU on this machine).
         self.keep = spare + self.BATCH
         self._ready: collections.deque[RunCgroup] = collections.deque()
         self._dispose: collections.deque[RunCgroup] = collections.deque()
@@ -298,7 +299,7 @@ class CgroupPool:
                             continue
                 todo.append(cg)
             with self._cv:
-                need = self.spare - len(self._ready)
+                need = self.keep - len(self._ready)
             retry = [cg for cg in retry + todo if not _remove(cg)]
             self._stuck = list(retry)
             for _ in range(max(0, need)):
