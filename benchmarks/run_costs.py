@@ -5,9 +5,10 @@ A loop of warm Python ``print(1)`` runs at concurrency = cores, then the same nu
 it prints CPU per run (user + system, from ``/proc``) of each process of the sandbox:
 
 - ``trusted``: this process (the supervisor: requests, pipes, verdicts, cgroups);
-- ``reset worker``: each slot's C1, which mounts a fresh tmpfs and builds its Landlock
-  ruleset between runs;
-- ``slot init``: each slot's S, which forks the program process and reaps it;
+- ``C1``: each slot's first process, which made its namespaces and reaps its init (before
+  the init reset its slot itself, C1 did: a fresh tmpfs and its Landlock ruleset per run);
+- ``slot init``: each slot's S, which forks the program process, reaps it and resets the
+  slot;
 - ``program``: the runs' own processes (reaped by S: its children's CPU);
 - ``other``: what else the machine spent in the same seconds (kernel threads, the
   benchmark's thread pool's share of nothing else running on a quiet machine).
@@ -59,7 +60,7 @@ def _stat(pid: int) -> list[int]:
 
 
 def _descendants(root: int) -> dict[int, int]:
-    """pid -> depth below ``root`` (1: the fork server, 2: reset workers, 3: slot inits)."""
+    """pid -> depth below ``root`` (1: the fork server, 2: each slot's C1, 3: slot inits)."""
     children: dict[int, list[int]] = {}
     for p in os.listdir("/proc"):
         if p.isdigit():
@@ -98,7 +99,7 @@ def main() -> None:
     runner, sandboxed, bare = print_one(args.python)
 
     _loop(sandboxed, 1.0, cores)  # every slot started and warm
-    roles = {1: "fork server", 2: "reset worker", 3: "slot init"}
+    roles = {1: "fork server", 2: "C1", 3: "slot init"}
     procs = {p: d for p, d in _descendants(os.getpid()).items() if d in roles}
     before = {p: _stat(p) for p in procs}
     m0, t0 = _machine_busy(), os.times()
@@ -112,7 +113,7 @@ def main() -> None:
 
     cost = {
         "trusted": (t1.user + t1.system - t0.user - t0.system) / n * 1000,
-        "reset worker": 0.0,
+        "C1": 0.0,
         "slot init": 0.0,
         "program": 0.0,
     }
@@ -122,7 +123,7 @@ def main() -> None:
             continue
         a, b = after[p], before[p]
         if d == 2:
-            cost["reset worker"] += ms(a[0] + a[1] - b[0] - b[1])
+            cost["C1"] += ms(a[0] + a[1] - b[0] - b[1])
         elif d == 3:
             cost["slot init"] += ms(a[0] + a[1] - b[0] - b[1])
             cost["program"] += ms(a[2] + a[3] - b[2] - b[3])
@@ -142,7 +143,7 @@ def main() -> None:
         print(f"  {k:30} {v:>10.2f}{extra}")
     print(f"  {'total':30} {total:>10.2f}")
     print(f"bare spawn: {bare_ms:.2f} ms per run; ratio (bare / sandboxed): {bare_ms / total:.2f}x")
-    result = {k.replace(" ", "_") + "_ms": round(v, 3) for k, v in cost.items()}
+    result = {k.lower().replace(" ", "_") + "_ms": round(v, 3) for k, v in cost.items()}
     result.update(
         total_ms=round(total, 3),
         bare_ms=round(bare_ms, 3),

@@ -1,5 +1,5 @@
-"""A slot's reset between runs (slot.reset_worker): each run gets a fresh tmpfs for /work,
-/tmp and /dev/shm and a Landlock ruleset naming it, whether the reset worker does it in C
+"""A slot's reset between runs (slot.Slot._reset): each run gets a fresh tmpfs for /work,
+/tmp and /dev/shm and a Landlock ruleset naming it, whether the slot's init does it in C
 (launcher.c's ``assay_reset``) or in Python (``SandboxConfig(launcher=False)``, for hosts
 without a C compiler): both must leave the same sandbox behind."""
 

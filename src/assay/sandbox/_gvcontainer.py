@@ -75,7 +75,7 @@ class Container:
         # Sentry's memory file) lives in one host cgroup: each run's memory limit is set on
         # it, so the host kernel enforces what a 10 ms poll inside cannot.
         self.cg = owner.cgroups.create(START_LIMITS) if owner.cgroups is not None else None
-        join = self.cg.procs_fds() if self.cg is not None else []
+        join = [os.dup(fd) for fd in self.cg.procs_fds()] if self.cg is not None else []
         try:
             self.proc = subprocess.Popen(
                 [*owner.runsc_argv(), "run", "--bundle", self.bundle, self.id],

@@ -178,7 +178,7 @@ class SlotHandle:
 
     def arm(self, cg: RunCgroup | None) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously)."""
-        fds = cg.held_procs_fds() if cg is not None else []
+        fds = cg.procs_fds() if cg is not None else []
         wire.send_raw(self.sock, (wire.ARM_NET if self.net else wire.ARM)[self.launcher], fds)
         self.cg = cg
 

@@ -65,11 +65,7 @@ class RunCgroup(Protocol):
     path: str
 
     def procs_fds(self) -> list[int]:
-        """Write-only fds of ``cgroup.procs``, one per hierarchy, for the child to join."""
-
-    def held_procs_fds(self) -> list[int]:
-        """The same fds as the cgroup keeps them open (until ``destroy``): to pass on in a
-        message without a copy each; the caller must not close them."""
+        """The cgroup's own write-only fds of ``cgroup.procs`` (one per hierarchy): no close."""
 
     def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
         """Set the run's limits and (unless done already) zero its counters, just before the
@@ -197,9 +193,6 @@ class _V1Run:
             self.files.write(self._memsw_peak, "0", os.O_RDWR)
 
     def procs_fds(self) -> list[int]:
-        return [os.dup(fd) for fd in self.held_procs_fds()]
-
-    def held_procs_fds(self) -> list[int]:
         return [self.files.fd(path, os.O_WRONLY) for path in self._procs]
 
     def cpu_seconds(self) -> float:
@@ -367,9 +360,6 @@ class _V2Run:
                 self._peak_flags = os.O_RDONLY
 
     def procs_fds(self) -> list[int]:
-        return [os.dup(fd) for fd in self.held_procs_fds()]
-
-    def held_procs_fds(self) -> list[int]:
         return [self.files.fd(self._file("cgroup.procs"), os.O_WRONLY)]
 
     def cpu_seconds(self) -> float:

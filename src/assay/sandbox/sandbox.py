@@ -442,7 +442,7 @@ class Sandbox:
                 out_w,
                 err_w,
                 wire.memfd_with(contents, "files"),
-                _readonly_memfd(req.stdin),
+                wire.sealed_memfd(req.stdin, "stdin"),
                 wire.memfd_with(spec_bytes, "spec"),
             ]
             header = {"op": "run"}
@@ -485,18 +485,3 @@ class Sandbox:
 
 def _cg_limits(limits: Limits, cpu_weight: int = 100) -> cgroups.CgroupLimits:
     return cgroups.CgroupLimits(limits.memory_mb << 20, limits.processes, cpu_weight)
-
-
-_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
-
-
-def _readonly_memfd(data: bytes) -> int:
-    """A memfd holding ``data`` that nobody can change any more (sealed)."""
-    fd = os.memfd_create("stdin", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        wire.write_at_start(fd, data)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd

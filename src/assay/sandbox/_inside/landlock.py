@@ -104,7 +104,7 @@ def plan_ruleset(
     net: bool = False,
 ) -> Plan:
     """What :func:`build_ruleset` creates, without creating it: the policy, in one place,
-    for this module and for the reset worker's C steps (launcher.c's ``assay_reset``)."""
+    for this module and for the slot's C reset (launcher.c's ``assay_reset``)."""
     if abi <= 0:
         return b"", []
     handled = _fs_rights(abi)
@@ -139,7 +139,7 @@ def build_ruleset(
     Rules attach to inodes, and Landlock's path walk skips the directories that mounts
     cover ("hidden mount points"): a rule on the template's ``work`` directory does not
     reach a tmpfs bound over it (tried: every write to ``/work`` is then refused). So the
-    reset worker builds a ruleset for each run's fresh tmpfs (slot.reset_worker).
+    slot's init builds a ruleset for each run's fresh tmpfs (slot.Slot._reset).
 
     ``net``: the ruleset of runs with loopback networking, which leaves TCP bind and
     connect alone (Landlock names ports, not addresses; the run's network namespace, with

@@ -350,7 +350,6 @@ void assay_free(void *p) { free(p); }
 /* Messages of slot.py and wire.py, byte for byte. */
 static const char ARMED_MSG[] = "{\"kind\":\"armed\"}";
 static const char KILL_MSG[] = "{\"op\":\"kill\"}";
-static const char RESET_MSG[] = "r";
 
 static int send_fd(int sock, const char *msg, size_t len, int fd) {
     char control[CMSG_SPACE(sizeof(int))];
@@ -398,12 +397,14 @@ static void drop_message(int sock) {
  *     again; the supervisor's hang-up kills everything and ends S;
  *   end: kill whatever the program left, reap it, and write the exit record into `record`.
  *     Returns 3 when the program asked for files to be collected (slot.py collects and
- *     sends the record); else sends the record, closes `collect_r`, asks the reset worker
- *     for a fresh tmpfs, and returns 0.
+ *     sends the record); else sends the record, closes `collect_r`, gives the slot a fresh
+ *     tmpfs and ruleset (assay_reset_slot), and returns 0.
  *
  * -1: the hand-over failed, -2: a later step (errno set; slot.py reports and exits).
  */
-int assay_slot_run(int status, int reset, int child, int *pidfd_io, int req_prog, int collect_w,
+int assay_reset_slot(int drop);
+
+int assay_slot_run(int status, int child, int *pidfd_io, int req_prog, int collect_w,
                    const int *cg, int ncg, int req_sup, int collect_r, char *record,
                    size_t record_cap) {
     if (*pidfd_io < 0) {
@@ -517,7 +518,7 @@ int assay_slot_run(int status, int reset, int child, int *pidfd_io, int req_prog
     if (pending > 0) return 3;
     if (send(status, record, (size_t)len, MSG_NOSIGNAL) != len) return -2;
     close(collect_r);
-    if (send(reset, RESET_MSG, 1, MSG_NOSIGNAL) != 1) return -2;
+    if (assay_reset_slot(1) != 0) return -2;
     return 0;
 out:
     if (sfd >= 0) close(sfd);
@@ -525,7 +526,7 @@ out:
     return result;
 }
 
-/* -- the reset worker's steps between runs (slot.py's reset_worker) -------------------- */
+/* -- the slot's reset between runs (slot.py's Slot._reset) ---------------------------- */
 
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
@@ -605,6 +606,69 @@ int assay_reset(int drop, const char *stage, const char *options, int n,
     return fd;
 }
 
+/* The slot's reset as the init does it after each run: assay_reset's arguments but `drop`,
+   stored once per slot (assay_set_reset; the arrays stay Python's), and the ruleset of the
+   slot's current tmpfs, at RULESET_FD or above, close-on-exec (assay_ruleset). */
+static struct {
+    const char *stage, *options;
+    int n;
+    const char *const *names, *const *targets;
+    const int *modes, *owned;
+    int uid, gid;
+    const void *attr;
+    size_t attr_size;
+    int nrules;
+    const char *const *rule_paths;
+    const unsigned long long *rule_access;
+} slot_reset;
+static int slot_ruleset = -1;
+enum { RULESET_FD = 200 };
+
+void assay_set_reset(const char *stage, const char *options, int n, const char *const *names,
+                     const char *const *targets, const int *modes, const int *owned, int uid,
+                     int gid, const void *attr, size_t attr_size, int nrules,
+                     const char *const *rule_paths, const unsigned long long *rule_access) {
+    slot_reset.stage = stage;
+    slot_reset.options = options;
+    slot_reset.n = n;
+    slot_reset.names = names;
+    slot_reset.targets = targets;
+    slot_reset.modes = modes;
+    slot_reset.owned = owned;
+    slot_reset.uid = uid;
+    slot_reset.gid = gid;
+    slot_reset.attr = attr;
+    slot_reset.attr_size = attr_size;
+    slot_reset.nrules = nrules;
+    slot_reset.rule_paths = rule_paths;
+    slot_reset.rule_access = rule_access;
+}
+
+int assay_ruleset(void) { return slot_ruleset; }
+
+/* A fresh tmpfs and its ruleset for the slot (the last one dropped when `drop`): 0, or
+   assay_reset's failure code with errno set. */
+int assay_reset_slot(int drop) {
+    int fd = assay_reset(drop, slot_reset.stage, slot_reset.options, slot_reset.n,
+                         slot_reset.names, slot_reset.targets, slot_reset.modes, slot_reset.owned,
+                         slot_reset.uid, slot_reset.gid, slot_reset.attr, slot_reset.attr_size,
+                         slot_reset.nrules, slot_reset.rule_paths, slot_reset.rule_access);
+    if (fd < -1) return fd;
+    if (slot_ruleset >= 0) close(slot_ruleset);
+    slot_ruleset = -1;
+    if (fd >= 0) {
+        /* Out of the way of the stdio and pipe fds the program process sets up. */
+        slot_ruleset = fcntl(fd, F_DUPFD_CLOEXEC, RULESET_FD);
+        int saved = errno;
+        close(fd);
+        if (slot_ruleset < 0) {
+            errno = saved;
+            return -15;
+        }
+    }
+    return 0;
+}
+
 /* -- forking a Python program process (the slot's init, slot.py) ---------------------- */
 
 /* The interpreter's own fork hooks (what os.fork calls around fork()), handed over by
@@ -625,7 +689,7 @@ void assay_set_fork_hooks(void *before, void *parent, void *child) {
    Python while it shares its pages with the program process either. Called through
    ctypes.PYFUNCTYPE, so with the GIL held, as os.fork is; and like os.fork it returns twice.
 
-   ints: status, reset, req_sup, collect_r (the init's ends: closed in the child), uid, gid,
+   ints: status, req_sup, collect_r (the init's ends: closed in the child), uid, gid,
    userns, ruleset, req (the program's request socket), collect_w, ncg, then ncg cgroup fds.
    Parent: the child's pid, or -errno if the fork failed; run_result then holds
    assay_slot_run's result and errno (*pidfd_io and record as there). Child: 0 with the spec in
@@ -641,16 +705,16 @@ int assay_fork_program(const int *ints, const char *workdir, const void *bpf, si
     if (pid != 0) {
         py_after_fork_parent();
         if (pid < 0) return -saved;
-        run_result[0] = assay_slot_run(ints[0], ints[1], (int)pid, pidfd_io, ints[8], ints[9],
-                                       ints + 11, ints[10], ints[2], ints[3], record, record_cap);
+        run_result[0] = assay_slot_run(ints[0], (int)pid, pidfd_io, ints[7], ints[8], ints + 10,
+                                       ints[9], ints[1], ints[2], record, record_cap);
         run_result[1] = errno;
         return (int)pid;
     }
     py_after_fork_child();
-    for (int i = 0; i < 4; i++) close(ints[i]);
-    int uid = ints[4], gid = ints[5], userns = ints[6], ruleset = ints[7], req = ints[8];
-    int collect_w = ints[9], ncg = ints[10];
-    if (assay_arm(workdir, uid, gid, userns, ints + 11, ncg, ruleset, bpf, bpf_len, req) != 0)
+    for (int i = 0; i < 3; i++) close(ints[i]);
+    int uid = ints[3], gid = ints[4], userns = ints[5], ruleset = ints[6], req = ints[7];
+    int collect_w = ints[8], ncg = ints[9];
+    if (assay_arm(workdir, uid, gid, userns, ints + 10, ncg, ruleset, bpf, bpf_len, req) != 0)
         _exit(126);
     if (send(req, ARMED_MSG, sizeof ARMED_MSG - 1, MSG_NOSIGNAL) != (ssize_t)sizeof ARMED_MSG - 1)
         _exit(126);

@@ -15,8 +15,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .landlock import Plan
 
 
@@ -37,12 +35,16 @@ class Native:
         sz, s = ctypes.c_size_t, ctypes.c_char_p
         self._arm = _function(lib, "assay_arm", s, i, i, i, P(i), i, i, s, sz, i)
         self._take = _function(lib, "assay_take", i, i, P(ctypes.c_void_p), P(sz))
-        self._slot_run = _function(lib, "assay_slot_run", i, i, i, P(i), i, i, P(i), i, i, i, s, sz)
+        self._slot_run = _function(lib, "assay_slot_run", i, i, P(i), i, i, P(i), i, i, i, s, sz)
         strings, ull = P(ctypes.c_char_p), P(ctypes.c_ulonglong)
-        self._reset = _function(
-            lib, "assay_reset", i, s, s, i, strings, strings, P(i), P(i), i, i, s, sz, i,
+        self._set_reset = _function(
+            lib, "assay_set_reset", s, s, i, strings, strings, P(i), P(i), i, i, s, sz, i,
             strings, ull,
         )  # fmt: skip
+        self._reset_slot = _function(lib, "assay_reset_slot", i)
+        self._ruleset = _function(lib, "assay_ruleset")
+        self._reset_args: tuple[Any, ...] = ()
+        self._reset_steps: list[str] = []
         self._pidfd = ctypes.c_int(-1)
         self._cg = (ctypes.c_int * 16)()
         #: The last run's exit record (see ``slot_run``).
@@ -108,26 +110,25 @@ class Native:
 
     def slot_run(
         self,
-        sockets: tuple[int, int],
+        status: int,
         child: int,
         program_ends: tuple[int, int, list[int]],
         req_sup: int,
         collect_r: int,
     ) -> int:
         """The slot's init's steps after forking the program process ``child`` (launcher.c's
-        ``assay_slot_run``): hand it over, wait for it, end the run. ``sockets``: the status
-        socket and the reset worker's; ``program_ends``: the program's request socket, the
-        collect pipe's write end and the cgroup fds, all closed here, as is ``req_sup``.
-        Returns 0 (the record is sent, a reset asked for), 1 (an order waits on the status
-        socket: call again once it is handled), 3 (files to collect: the record is in
-        :attr:`record`). Raises OSError on a failure."""
+        ``assay_slot_run``): hand it over, wait for it, end the run. ``status``: the socket
+        to the supervisor; ``program_ends``: the program's request socket, the collect
+        pipe's write end and the cgroup fds, all closed here, as is ``req_sup``. Returns 0
+        (the record is sent, the slot reset: see :meth:`reset`), 1 (an order waits on the
+        status socket: call again once it is handled), 3 (files to collect: the record is
+        in :attr:`record`; the slot is not reset yet). Raises OSError on a failure."""
         req_prog, collect_w, cg_fds = program_ends
         if self._pidfd.value < 0:
             for i, fd in enumerate(cg_fds[:16]):
                 self._cg[i] = fd
         res = self._slot_run(
-            sockets[0],
-            sockets[1],
+            status,
             child,
             ctypes.byref(self._pidfd),
             req_prog,
@@ -141,20 +142,18 @@ class Native:
         )
         return _run_result(res, ctypes.get_errno())
 
-    def resetter(
+    def set_reset(
         self,
         stage: str,
         options: str,
         places: list[tuple[str, str, int, bool]],
         ids: tuple[int, int],
         plan: Plan,
-    ) -> Callable[[bool], int]:
-        """The reset worker's steps between runs in one C call (launcher.c's
-        ``assay_reset``), its arguments built now, once: the returned function, called
-        with ``drop`` (detach the last run's tmpfs first), mounts a tmpfs with ``options``
-        on ``stage``, makes each place ``(name, target, mode, owned by ids)`` in it and
-        binds it over its target, detaches ``stage``, and creates the Landlock ruleset of
-        ``plan``; it returns the ruleset's fd (-1: none) or raises OSError."""
+    ) -> None:
+        """Set, once per slot, what :meth:`reset` does (launcher.c's ``assay_reset``): mount
+        a tmpfs with ``options`` on ``stage``, make each place ``(name, target, mode, owned
+        by ids)`` in it and bind it over its target, detach ``stage``, create the Landlock
+        ruleset of ``plan``. The slot's init calls it between runs, in C (``slot_run``)."""
 
         def strings(values: list[str]) -> Any:
             return (ctypes.c_char_p * max(1, len(values)))(*[os.fsencode(v) for v in values])
@@ -165,7 +164,8 @@ class Native:
         attr, rules = plan
         paths = [path for path, _d, _f in rules]
         access = [a for _p, on_dir, on_file in rules for a in (on_dir, on_file)]
-        args = (
+        # Kept here: C holds pointers into them.
+        self._reset_args = (
             os.fsencode(stage),
             os.fsencode(options),
             len(places),
@@ -181,17 +181,22 @@ class Native:
             strings(paths),
             (ctypes.c_ulonglong * max(1, len(access)))(*access),
         )
-        steps = ["mount tmpfs", "make a place", "bind a place", "detach the stage"]
-        steps += ["landlock_create_ruleset", *(f"landlock_add_rule {p}" for p in paths)]
+        self._set_reset(*self._reset_args)
+        self._reset_steps = ["mount tmpfs", "make a place", "bind a place", "detach the stage"]
+        self._reset_steps += ["landlock_create_ruleset", *(f"landlock_add_rule {p}" for p in paths)]
 
-        def reset(drop: bool) -> int:
-            res = int(self._reset(1 if drop else 0, *args))
-            if res >= -1:
-                return res
+    def reset(self, drop: bool) -> None:
+        """A fresh tmpfs and ruleset for the slot (the last tmpfs detached first if
+        ``drop``); raises OSError naming the step that failed."""
+        res = int(self._reset_slot(1 if drop else 0))
+        if res < 0:
             err = ctypes.get_errno()
-            raise OSError(err, f"{steps[-res - 11]}: {os.strerror(err)}")
+            raise OSError(err, f"{self._reset_steps[-res - 11]}: {os.strerror(err)}")
 
-        return reset
+    @property
+    def ruleset(self) -> int:
+        """The Landlock ruleset of the slot's current tmpfs (-1: none)."""
+        return int(self._ruleset())
 
     @property
     def can_fork(self) -> bool:
@@ -200,7 +205,7 @@ class Native:
 
     def fork_program(
         self,
-        init_ends: tuple[int, int, int, int],
+        init_ends: tuple[int, int, int],
         arming: tuple[int, int, int, bytes | None],
         cg_fds: list[int],
         req: int,
@@ -211,10 +216,9 @@ class Native:
         the child's pid in the slot's init and 0 in the child, whose spec is then
         :meth:`spec`. In the init the call first does what :meth:`slot_run` does (hand the
         process over, wait for it, end the run), all of it in C; its result is then
-        :meth:`first_result`. ``init_ends``: the init's status and reset sockets, the
-        supervisor's end of the request socket and the collect pipe's read end (closed in
-        the child; the last two also in the init, as are ``req``, ``collect_w`` and the
-        cgroup fds); ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises
+        :meth:`first_result`. ``init_ends``: the init's status socket, the supervisor's
+        end of the request socket and the collect pipe's read end (closed in the child; the
+        last two also in the init, as are ``req``, ``collect_w`` and the cgroup fds); ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises
         OSError if the fork failed (in the init)."""
         assert self._fork is not None
         uid, gid, ruleset, bpf = arming
@@ -223,7 +227,7 @@ class Native:
         for i, v in enumerate(values):
             ints[i] = v
         for i, fd in enumerate(cg_fds[:32]):
-            ints[11 + i] = fd
+            ints[10 + i] = fd
         res = self._fork(
             ints,
             self._workdir,

@@ -252,7 +252,7 @@ def tmpfs_options(disk_mb: int) -> str:
 
 def fresh_rw(disk_mb: int, uid: int, gid: int) -> None:
     """Mount one new size-capped tmpfs and expose it as /work, /tmp and /dev/shm (the same
-    steps as launcher.c's ``assay_reset``, which the reset worker uses when it can)."""
+    steps as launcher.c's ``assay_reset``, which the slot's init uses when it can)."""
     linux.mount("tmpfs", STAGE, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, tmpfs_options(disk_mb))
     try:
         for name, target, mode, owned in places():

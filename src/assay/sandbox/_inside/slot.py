@@ -1,17 +1,17 @@
-"""A slot: one set of namespaces, its trusted init (S) and its reset worker (C1).
+"""A slot: one set of namespaces and its trusted init (S).
 
 Process tree (see zygote.py)::
 
-    zygote ── C1: reset worker, outside the slot's PID namespace
+    zygote ── C1: made the namespaces; reaps S, outside the slot's PID namespace
                 └── S = PID 1 of the slot (trusted init, root)
                       └── P: the run's program process (a fork of S, or the C launcher)
 
 S forks a fresh program process per run and is PID 1 of the run's processes: it reaps them,
-kills everything left when the program exits, and reports the wait status. Every fork
-shares S's pages with the child, so every page S writes afterwards is copied again; S's
-per-run loop is therefore kept small (raw messages, no JSON on the common path), and the
-heavier reset between runs (a new tmpfs, its Landlock ruleset) is C1's job: C1 lives in the
-same mount namespace, never forks, and hands S the ruleset over a socket.
+kills everything left when the program exits, reports the wait status, and resets the slot
+(a new tmpfs, its Landlock ruleset). Every fork shares S's pages with the child, so every
+page S writes afterwards faults (and is copied while the child lives); S's per-run steps
+are therefore C (launcher.c's library: the fork, the wait, the reset) where the host could
+build it, and raw messages, no JSON, on the common path.
 
 S never reads a run's data: files, stdin, argv and env go from the supervisor straight to
 the program process in fds, because every later program is a fork of S.
@@ -44,64 +44,6 @@ LAUNCH_FD_MIN = 300
 #: Where the slot finds the exec-mode launcher (root-only, in the read-only template).
 LAUNCHER = rootfs.LAUNCHER
 LAUNCHER_CAPS = (linux.CAP_SYS_ADMIN, linux.CAP_SETUID, linux.CAP_SETGID)
-# Reset worker protocol: S asks for the first tmpfs (FIRST) or a new one (RESET); C1
-# answers OK with the Landlock ruleset's fd attached, or ERROR + message.
-FIRST, RESET, OK, ERROR = b"f", b"r", b"k", b"e"
-
-
-# -- C1: the reset worker ---------------------------------------------------------------------
-
-
-def reset_worker(cfg: dict[str, Any], a: Arming, sock: socket.socket, net: bool) -> None:
-    """Mount each run's fresh tmpfs (owned by the slot's user) and build the Landlock
-    ruleset naming it, on S's request: judged runs' (no TCP bind or connect at all), or
-    with ``net`` loopback runs' (TCP left to the network namespace, which has only ``lo``),
-    as the slot serves runs of one kind.
-
-    Landlock rules attach to inodes and ignore the directories mounts cover, so the ruleset
-    is rebuilt for each tmpfs. Returns when S is gone.
-    """
-    plan = landlock.plan_ruleset(
-        a.landlock_abi,
-        read_paths=["/"],
-        write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
-        device_paths=["/dev"],  # read-only tmpfs: only devices writable
-        net=net,
-    )
-    native = None
-    if a.native is not None:  # the same steps in one C call: no Python per run
-        native = a.native.resetter(
-            rootfs.STAGE,
-            rootfs.tmpfs_options(cfg["default_disk_mb"]),
-            rootfs.places(),
-            (a.uid, a.gid),
-            plan,
-        )
-    while True:
-        try:
-            data = sock.recv(16)
-        except OSError:
-            return
-        if not data:
-            return
-        fds: list[int] = []
-        try:
-            if native is not None:
-                fd = native(data == RESET)
-            else:
-                if data == RESET:
-                    rootfs.drop_rw()
-                rootfs.fresh_rw(cfg["default_disk_mb"], a.uid, a.gid)
-                fd = landlock.create_ruleset(plan)
-            if fd >= 0:
-                fds.append(fd)
-            wire.send_raw(sock, OK, fds)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                sock.send(ERROR + f"{type(exc).__name__}: {exc}".encode()[:4000])
-        finally:
-            for fd in fds:
-                os.close(fd)
 
 
 # -- S: the slot's init -----------------------------------------------------------------------
@@ -114,21 +56,20 @@ class Slot:
     run's cgroup (and a fresh IPC namespace without seccomp), drops every privilege and
     waits ("armed"); S hands the supervisor its request socket, so the run itself flows
     without S. When the program exits S kills anything left in the namespace, reports the
-    wait status, and has C1 prepare the next tmpfs.
+    wait status, and gives the slot a new tmpfs and the Landlock ruleset naming it.
     """
 
-    def __init__(
-        self, arming: Arming, sockets: tuple[socket.socket, socket.socket], net: bool = False
-    ) -> None:
-        """``sockets``: the status socket to the supervisor and the one to the reset worker;
-        ``net``: whether the slot's runs have loopback networking (all of them, or none)."""
+    def __init__(self, arming: Arming, status: socket.socket, net: bool = False) -> None:
+        """``status``: the socket to the supervisor; ``net``: whether the slot's runs have
+        loopback networking (all of them, or none)."""
         #: What this slot's program processes arm themselves with (its own uid and gid).
         self.arming = arming
-        self.status, self.reset = sockets
+        self.status = status
         self.net = net
-        self.ruleset = -1  # the Landlock ruleset naming the armed run's tmpfs
+        self._ruleset = -1  # the Landlock ruleset naming the tmpfs (the Python steps')
+        self._plan: landlock.Plan = (b"", [])
+        self._disk_mb = 0
         self.bpf = -1  # the seccomp program, for the launcher to load
-        self.reset_pending = False
         self.pending: tuple[bytes, list[int]] | None = None
         #: Runs with loopback networking arm with this (the filter that allows IP sockets).
         self.arming_net = arming.with_filter(arming.net_filter)
@@ -152,9 +93,8 @@ class Slot:
             rootfs.slot_accounts(self.arming.uid, self.arming.gid)
             os.environ.clear()  # programs' usual env, so most runs need not touch os.environ
             os.environ.update(cfg["default_env"])
-            self.reset.send(FIRST)
-            self.reset_pending = True
-            self._take_reset()
+            self._prepare_reset(cfg)
+            self._reset(drop=False)  # the first tmpfs
             if self.arming.filter is not None:
                 self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
                 os.write(self.bpf, self.arming.filter.bpf)
@@ -213,28 +153,51 @@ class Slot:
             if linux.libc.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_RAISE, cap, 0, 0):
                 raise OSError(ctypes.get_errno(), "raise ambient capability")
 
-    def _take_reset(self) -> None:
-        """Wait for C1's fresh tmpfs and the ruleset naming it."""
-        if not self.reset_pending:
+    def _prepare_reset(self, cfg: dict[str, Any]) -> None:
+        """What a reset makes: the tmpfs's places and the Landlock ruleset naming them, the
+        judged runs' (no TCP bind or connect at all) or the loopback runs' (TCP left to the
+        network namespace, which has only ``lo``), as the slot serves runs of one kind.
+        Landlock rules attach to inodes and ignore the directories mounts cover, so the
+        ruleset is rebuilt for each tmpfs."""
+        a = self.arming
+        self._plan = landlock.plan_ruleset(
+            a.landlock_abi,
+            read_paths=["/"],
+            write_paths=[cfg["workdir"], "/tmp", "/dev/shm"],
+            device_paths=["/dev"],  # read-only tmpfs: only devices writable
+            net=self.net,
+        )
+        self._disk_mb = int(cfg["default_disk_mb"])
+        if a.native is not None:  # one C call, and after a run in C (native.slot_run)
+            options = rootfs.tmpfs_options(self._disk_mb)
+            a.native.set_reset(rootfs.STAGE, options, rootfs.places(), (a.uid, a.gid), self._plan)
+
+    def _reset(self, drop: bool) -> None:
+        """A fresh tmpfs for /work, /tmp and /dev/shm and its ruleset (the last tmpfs
+        detached first if ``drop``: its content is gone once no process holds it)."""
+        if self.arming.native is not None:
+            self.arming.native.reset(drop)
             return
-        self.reset_pending = False
-        data, fds = wire.recv_raw(self.reset)
-        if data[:1] != OK:
-            for fd in fds:
-                os.close(fd)
-            raise OSError(data[1:].decode(errors="replace") or "the reset worker is gone")
-        if self.ruleset >= 0:
-            os.close(self.ruleset)
-        self.ruleset = -1
-        if fds:
+        if drop:
+            rootfs.drop_rw()
+        rootfs.fresh_rw(self._disk_mb, self.arming.uid, self.arming.gid)
+        fd = landlock.create_ruleset(self._plan)
+        if self._ruleset >= 0:
+            os.close(self._ruleset)
+        self._ruleset = -1
+        if fd >= 0:
             # Out of the way of the stdio and pipe fds the program process sets up.
-            self.ruleset = fcntl.fcntl(fds[0], fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
-            for fd in fds:
-                os.close(fd)
+            self._ruleset = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, RULESET_FD_MIN)
+            os.close(fd)
+
+    @property
+    def ruleset(self) -> int:
+        """The Landlock ruleset naming the slot's current tmpfs (-1: none)."""
+        native = self.arming.native
+        return native.ruleset if native is not None else self._ruleset
 
     def _arm_and_wait(self, cg_fds: list[int], launcher: bool, net: bool) -> None:
         try:
-            self._take_reset()
             if net != self.lo_up:
                 # Loopback runs: 127.0.0.1 and ::1 of the slot's own network namespace, which
                 # has no other interface (a slot serves runs of one kind: see SlotHandle.net).
@@ -262,7 +225,6 @@ class Slot:
                 pid = os.fork()
                 if pid == 0:
                     self.status.close()
-                    self.reset.close()
                     req_sup.close()
                     os.close(collect_r)
                     arming = self.arming_net if net else self.arming
@@ -308,8 +270,7 @@ class Slot:
             else:
                 self.status.sendmsg([record.encode()])
             os.close(collect_r)
-            self.reset.send(RESET)
-            self.reset_pending = True
+            self._reset(drop=True)
         except BaseException as exc:
             report_error(self.status, "slot reset", exc)
             os._exit(1)
@@ -333,13 +294,12 @@ class Slot:
         bpf = arming.filter.bpf if arming.filter is not None else None
         # C closes both ends of the request socket (here after the hand-over, there
         # before it returns): detached now, before the fork shares this heap.
-        ends = (self.status.fileno(), self.reset.fileno(), req_sup.detach(), collect_r)
+        ends = (self.status.fileno(), req_sup.detach(), collect_r)
         ids = (arming.uid, arming.gid, ruleset, bpf)
         pid = native.fork_program(ends, ids, cg_fds, req_prog.detach(), collect_w)
         if pid == 0:  # the program process, armed, its request taken
             # C closed these fds: no object may close them again once the program reuses them.
-            for sock in (self.status, self.reset):
-                sock.detach()
+            self.status.detach()
             program.start(arming, program.Spec.parse(native.spec()))
         return pid
 
@@ -352,27 +312,24 @@ class Slot:
         collect_r: int,
         first: Callable[[], int] | None,
     ) -> None:
-        """Hand the program process over, wait for it and end the run, in C (native.py's
-        ``slot_run``; ``first``: the result of that first wait when the fork call did it);
-        orders other than a kill come back here between waits."""
-        sockets = (self.status.fileno(), self.reset.fileno())
+        """Hand the program process over, wait for it, end the run and reset the slot, in C
+        (native.py's ``slot_run``; ``first``: the result of that first wait when the fork
+        call did it); orders other than a kill come back here between waits."""
+        status = self.status.fileno()
         try:
             res = (
-                first()
-                if first is not None
-                else native.slot_run(sockets, pid, ends, sup, collect_r)
+                first() if first is not None else native.slot_run(status, pid, ends, sup, collect_r)
             )
             while res == 1:
                 self._order()
-                res = native.slot_run(sockets, pid, ends, sup, collect_r)
+                res = native.slot_run(status, pid, ends, sup, collect_r)
             if res == 3:
                 self._collect(collect_r, native.record.value.decode())
                 os.close(collect_r)
-                self.reset.send(RESET)
+                self._reset(drop=True)
         except BaseException as exc:
             report_error(self.status, "slot run", exc)
             os._exit(1)
-        self.reset_pending = True
 
     def _spawn_launcher(
         self, cg_fds: list[int], req_prog: socket.socket, collect_w: int, net: bool

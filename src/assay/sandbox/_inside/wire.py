@@ -9,6 +9,7 @@ every forked child would otherwise inherit every earlier run's inputs.
 from __future__ import annotations
 
 import array
+import fcntl
 import json
 import os
 import socket
@@ -98,6 +99,21 @@ def memfd_with(data: bytes, name: str = "assay") -> int:
     """A sealed-by-convention memfd holding ``data``, positioned at 0."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC)
     write_at_start(fd, data)
+    return fd
+
+
+_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+
+
+def sealed_memfd(data: bytes, name: str) -> int:
+    """A memfd holding ``data``, positioned at 0, that nobody can change any more (sealed)."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        write_at_start(fd, data)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 

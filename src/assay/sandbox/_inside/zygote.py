@@ -2,7 +2,7 @@
 
 Process tree::
 
-    zygote ── C1 (unshares namespaces; resets the slot's tmpfs between runs)
+    zygote ── C1 (unshares namespaces; reaps S)
                 └── S = PID 1 of a slot (trusted init, root)
                       └── P (one per run: joins the run's cgroup (and a new IPC namespace
                            if no seccomp filter refuses IPC), drops every privilege, runs
@@ -11,8 +11,8 @@ Process tree::
 A *slot* is a set of namespaces (PID, mount, network, UTS) over the read-only template root,
 used by one run at a time (slot.py). Its init ``S`` forks a fresh program process per run
 (program.py, or the C launcher for executables); after each run it kills every process in
-the namespace and resets the PID counter, and C1 detaches the run's tmpfs and mounts a new
-one, so nothing of a run outlives it. ``S`` never reads a run's data: files, stdin, argv and
+the namespace, resets the PID counter, detaches the run's tmpfs and mounts a new one, so
+nothing of a run outlives it. ``S`` never reads a run's data: files, stdin, argv and
 env go from the supervisor straight to the program process in fds, because every later
 program is a fork of ``S``. Each link dies with its parent (PR_SET_PDEATHSIG), so killing
 the supervisor tears everything down.
@@ -186,21 +186,16 @@ class Zygote:
                 | linux.CLONE_NEWIPC
                 | linux.CLONE_NEWUTS
             )
-            reset_c1, reset_slot = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pid = os.fork()
             if pid == 0:
-                reset_c1.close()
                 net = bool(prep.get("net"))
-                slot.Slot(arming, (status, reset_slot), net).serve(self.cfg, int(prep["max_runs"]))
+                slot.Slot(arming, status, net).serve(self.cfg, int(prep["max_runs"]))
                 os._exit(0)
             status.close()
-            reset_slot.close()
         except BaseException as exc:
             slot.report_error(status, "namespaces", exc)
             os._exit(1)
-        # Until the slot's init is gone.
-        slot.reset_worker(self.cfg, arming, reset_c1, bool(prep.get("net")))
-        os.waitpid(pid, 0)
+        os.waitpid(pid, 0)  # until the slot's init is gone
         os._exit(0)
 
 
