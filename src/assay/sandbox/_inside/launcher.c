@@ -584,16 +584,22 @@ int assay_reset(int drop, const char *stage, const char *options, int n,
     int fd = (int)syscall(SYS_landlock_create_ruleset, attr, attr_size, 0);
     if (fd < 0) return -15;
     for (int j = 0; j < nrules; j++) {
-        int pfd = open(rule_paths[j], O_PATH | O_CLOEXEC);
-        struct stat st;
-        if (pfd < 0 || fstat(pfd, &st) != 0) {
+        /* A directory opens with O_DIRECTORY; anything else then fails with ENOTDIR (no
+           fstat: its glibc 2.33 symbol would keep the library from loading in an image
+           with an older glibc). */
+        int is_dir = 1;
+        int pfd = open(rule_paths[j], O_PATH | O_CLOEXEC | O_DIRECTORY);
+        if (pfd < 0 && errno == ENOTDIR) {
+            is_dir = 0;
+            pfd = open(rule_paths[j], O_PATH | O_CLOEXEC);
+        }
+        if (pfd < 0) {
             saved = errno;
-            if (pfd >= 0) close(pfd);
             close(fd);
             errno = saved;
             return -16 - j;
         }
-        struct path_beneath rule = {rule_access[2 * j + (S_ISDIR(st.st_mode) ? 0 : 1)], pfd};
+        struct path_beneath rule = {rule_access[2 * j + (is_dir ? 0 : 1)], pfd};
         long res = syscall(SYS_landlock_add_rule, fd, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0);
         saved = errno;
         close(pfd);
