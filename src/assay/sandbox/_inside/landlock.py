@@ -103,8 +103,18 @@ def plan_ruleset(
     device_paths: list[str],
     net: bool = False,
 ) -> Plan:
-    """What :func:`build_ruleset` creates, without creating it: the policy, in one place,
-    for this module and for the slot's C reset (launcher.c's ``assay_reset``)."""
+    """A ruleset's policy, in one place, for :func:`create_ruleset` and for the slot's C
+    reset (launcher.c's ``assay_reset``).
+
+    Rules attach to inodes, and Landlock's path walk skips the directories that mounts
+    cover ("hidden mount points"): a rule on the template's ``work`` directory does not
+    reach a tmpfs bound over it (tried: every write to ``/work`` is then refused). So the
+    slot's init builds a ruleset for each run's fresh tmpfs (slot.Slot._reset).
+
+    ``net``: the ruleset of runs with loopback networking, which leaves TCP bind and
+    connect alone (Landlock names ports, not addresses; the run's network namespace, with
+    ``lo`` only, is what keeps it from everything outside).
+    """
     if abi <= 0:
         return b"", []
     handled = _fs_rights(abi)
@@ -124,28 +134,6 @@ def plan_ruleset(
             allowed = access & handled
             rules.append((path, allowed, allowed & file_only))
     return ctypes.string_at(ctypes.addressof(attr), size), rules
-
-
-def build_ruleset(
-    abi: int,
-    read_paths: list[str],
-    write_paths: list[str],
-    device_paths: list[str],
-    net: bool = False,
-) -> int:
-    """Create a ruleset naming the paths as they are now; returns its fd, or -1 without
-    Landlock.
-
-    Rules attach to inodes, and Landlock's path walk skips the directories that mounts
-    cover ("hidden mount points"): a rule on the template's ``work`` directory does not
-    reach a tmpfs bound over it (tried: every write to ``/work`` is then refused). So the
-    slot's init builds a ruleset for each run's fresh tmpfs (slot.Slot._reset).
-
-    ``net``: the ruleset of runs with loopback networking, which leaves TCP bind and
-    connect alone (Landlock names ports, not addresses; the run's network namespace, with
-    ``lo`` only, is what keeps it from everything outside).
-    """
-    return create_ruleset(plan_ruleset(abi, read_paths, write_paths, device_paths, net))
 
 
 def create_ruleset(plan: Plan) -> int:

@@ -540,7 +540,7 @@ struct path_beneath {
     int parent_fd;
 } __attribute__((packed));
 
-/* What rootfs.drop_rw, rootfs.fresh_rw and landlock.build_ruleset do, with the policy
+/* What rootfs.drop_rw, rootfs.fresh_rw and landlock.create_ruleset do, with the policy
    (places, modes, options, the ruleset's plan) handed over from Python:
 
    when `drop`, detach the last run's tmpfs from each of the n targets (failures ignored);

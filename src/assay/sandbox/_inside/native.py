@@ -218,8 +218,9 @@ class Native:
         process over, wait for it, end the run), all of it in C; its result is then
         :meth:`first_result`. ``init_ends``: the init's status socket, the supervisor's
         end of the request socket and the collect pipe's read end (closed in the child; the
-        last two also in the init, as are ``req``, ``collect_w`` and the cgroup fds); ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises
-        OSError if the fork failed (in the init)."""
+        last two also in the init, as are ``req``, ``collect_w`` and the cgroup fds);
+        ``arming``: uid, gid, Landlock ruleset fd, seccomp program. Raises OSError if the
+        fork failed (in the init)."""
         assert self._fork is not None
         uid, gid, ruleset, bpf = arming
         ints = self._ints
