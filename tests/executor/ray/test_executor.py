@@ -12,6 +12,7 @@ from typing import Any
 
 import _ray_backends as rb
 import pytest
+import ray
 
 from assay import (
     Limits,
@@ -114,8 +115,37 @@ def test_large_problems_travel_once_per_node(cluster: Any) -> None:
     with stamped(backend_factory=rb.size_backend) as ex:
         results = ex.run(jobs)
         # One object reference for the problem on the driver, whatever the number of jobs.
-        assert len(ex._problem_refs._refs) == 1
+        assert len(ex._problem_refs._payloads) == 1
+        (payload,) = ex._problem_refs._payloads.values()
+        assert isinstance(payload, ray.ObjectRef)
     assert {r.reason for r in results} == {"800000"}
+
+
+def test_small_problems_travel_inside_the_first_message_to_each_node(cluster: Any) -> None:
+    problems = [Problem(f"p{k}", [TestCase("stdio", "x" * (100 + k), "y")]) for k in range(3)]
+    jobs = [Submission(problems[i % 3], f"# {i}") for i in range(60)]
+    with stamped(backend_factory=rb.size_backend) as ex:
+        results = ex.run(jobs)
+        # Pickled once on the driver, no object in the store; each node was sent each one.
+        assert all(isinstance(p, bytes) for p in ex._problem_refs._payloads.values())
+        assert len(ex._problem_refs._payloads) == 3
+        assert {len(n.problems) for n in ex.nodes.snapshot()} == {3}
+        assert ex.stats["problems_sent_again"] == 0
+    assert [r.reason for r in results] == [str(100 + i % 3) for i in range(60)]
+
+
+def test_a_node_without_the_problem_it_was_said_to_hold_gets_it_again(cluster: Any) -> None:
+    first, second = (Problem(f"q{k}", [TestCase("stdio", "z" * (10 + k), "y")]) for k in range(2))
+    with stamped(backend_factory=rb.size_backend) as ex:
+        assert [r.reason for r in ex.run([Submission(first, "# 0")])] == ["10"]
+        # The driver wrongly believes every node holds the second problem (as after an
+        # agent restarted under its node): the jobs still run, each with its problem.
+        key = f"q1:{ex._driver_backend.fingerprint(second)}"
+        for node in ex.nodes.snapshot():
+            node.problems[key] = None
+        results = ex.run([Submission(second, f"# {i}") for i in range(4)])
+        assert ex.stats["problems_sent_again"] >= 1
+    assert [(r.verdict, r.reason) for r in results] == [("ok", "11")] * 4
 
 
 def test_priorities_hold_across_nodes(cluster: Any) -> None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from assay import Limits, RunJob
+import collections
+import pickle
+import threading
+import time
+
+from assay import Limits, Problem, RunJob, Submission, TestCase
 from assay.executor import Execution
 from assay.executor.ray._nodes import Node, Nodes, RoundRobin, Sent
 from assay.executor.ray._wire import (
     ProblemCache,
+    ProblemRefs,
     decode_execution,
     encode_execution,
     encode_job,
@@ -71,3 +77,39 @@ def test_jobs_and_executions_survive_the_wire() -> None:
     assert ProblemCache().job(payload) == job
     ex = Execution("ok", None, "exit code 0", overhead_s=0.01)
     assert decode_execution(encode_execution(ex)) == ex
+
+
+def test_a_node_keeps_the_problems_it_was_sent_and_waits_briefly_for_a_missing_one() -> None:
+    problems = [Problem(f"p{k}", [TestCase("stdio", str(k), "")]) for k in range(3)]
+    cache = ProblemCache(entries=2)
+    cache.resolve({"a": pickle.dumps(problems[0]), "b": pickle.dumps(problems[1])})
+    cache.resolve({}, ["a"])  # used again: "b" is now the oldest
+    cache.resolve({"c": pickle.dumps(problems[2])})
+    got = cache.job(("s", "a", "code", "python"))
+    assert isinstance(got, Submission) and got.problem == problems[0]
+    t0 = time.monotonic()
+    assert cache.job(("s", "b", "code", "python"), wait_s=0.2) is None  # evicted
+    assert time.monotonic() - t0 >= 0.2
+    # A problem that arrives while a slot waits for it (its message ran late) is used.
+    threading.Timer(0.1, cache.resolve, ({"d": pickle.dumps(problems[1])},)).start()
+    late = cache.job(("s", "d", "code", "python"), wait_s=5)
+    assert isinstance(late, Submission) and late.problem == problems[1]
+
+
+def test_the_driver_sends_a_node_each_problem_once_while_it_remembers_it() -> None:
+    refs = ProblemRefs(lambda problem: "f", entries=2)
+    problems = [Problem(f"p{k}", [TestCase("stdio", str(k), "")]) for k in range(3)]
+    sent: collections.OrderedDict[str, None] = collections.OrderedDict()
+    first: dict[str, object] = {}
+    assert refs.encode(Submission(problems[0], "x"), first, sent) == ("s", "p0:f", "x", "python")
+    assert pickle.loads(first["p0:f"]) == problems[0]  # type: ignore[arg-type]
+    again: dict[str, object] = {}
+    refs.encode(Submission(problems[0], "y"), again, sent)
+    assert again == {}
+    for p in problems[1:]:
+        refs.encode(Submission(p, "z"), {}, sent)
+    assert list(sent) == ["p1:f", "p2:f"]  # the oldest is forgotten: sent again if needed
+    refs.forget(sent)
+    later: dict[str, object] = {}
+    refs.encode(Submission(problems[2], "w"), later, sent)
+    assert list(later) == ["p2:f"]

@@ -31,7 +31,7 @@ from ...errors import ConfigError, ValidationError
 from .._jobs import Memory, memory_budget
 from ..backend import Backend
 from ..types import Execution
-from ._wire import Item, ProblemCache, Result, encode_execution
+from ._wire import MISSING, Item, ProblemCache, Result, encode_execution
 
 if TYPE_CHECKING:
     from ...sandbox import RunRequest
@@ -151,9 +151,10 @@ class NodeAgent:
         }
 
     def submit(self, items: list[Item], problems: dict[str, Any]) -> None:
-        """Queue ``items`` (in the driver's order); ``problems`` maps the problem keys they
-        use to object references, fetched once per node and kept."""
-        self._problems.resolve(problems)
+        """Queue ``items`` (in the driver's order); ``problems`` has the problems they use
+        that the driver had not sent here yet, by key (a pickle, or an object reference for
+        a large one), kept here for the items after them (``_wire``)."""
+        self._problems.resolve(problems, (i[1][1] for i in items if i[1][0] == "s"))
         with self._cond:
             self._inbox.extend(items)
             self._cond.notify(len(items))
@@ -297,10 +298,16 @@ class NodeAgent:
                 token, payload, stop_on_failure, memory_mb = self._inbox.popleft()
                 if not self._inbox and self._outbox:
                     self._results.notify()  # a lingering poll answers: nothing is queued
+            job = self._problems.job(payload)
+            if job is None:
+                with self._lock:
+                    self._outbox.append((token, MISSING, 0.0, name))
+                    self._results.notify()
+                continue
             started = time.monotonic()
             self._memory.acquire(memory_mb)
             try:
-                ex = self.backend.execute(self._problems.job(payload), stop_on_failure)
+                ex = self.backend.execute(job, stop_on_failure)
             except Exception as exc:
                 log.exception("backend failed on token %d", token)
                 ex = Execution("sandbox_error", None, f"internal error: {exc!r}"[:500])

@@ -20,7 +20,7 @@ from .._jobs import Part
 from ..local import LocalExecutor
 from ..types import Execution
 from ._nodes import Node, Nodes, RoundRobin, Sent
-from ._wire import Item, ProblemRefs, Result, decode_execution
+from ._wire import MISSING, Item, ProblemRefs, Result, decode_execution
 
 log = logging.getLogger("assay.executor.ray")
 
@@ -187,7 +187,7 @@ class Dispatching(LocalExecutor):
                     node.exclusive = token
 
     def _requeue_unclaimed(self, task: Task) -> None:
-        """Put back a task taken from the queue but not sent (same attempt: it never ran)."""
+        """Put back a task taken from the queue but not run (same attempt: it never ran)."""
         part: Part = task.payload
         again = Task(part, task.caller, task.priority, task.estimate, task.batch_seq)
         with self._lock:
@@ -215,7 +215,7 @@ class Dispatching(LocalExecutor):
             token = next(self._tokens)
             item: Item = (
                 token,
-                self._problem_refs.encode(part.payload, refs),
+                self._problem_refs.encode(part.payload, refs, node.problems),
                 job.stop_on_failure,
                 job.info.limits.memory_mb,
             )
@@ -273,7 +273,16 @@ class Dispatching(LocalExecutor):
                     self._busy -= 1
                 tracing.end_job(sent.claim[0], "cancelled")
                 continue
+            if ex == MISSING:  # the node did not hold its problem: again, with it
+                self._problem_refs.forget(node.problems)
+                self.stats["problems_sent_again"] += 1
+                with self._lock:
+                    self._busy -= 1
+                tracing.end_job(sent.claim[0], "requeued", "its node did not hold its problem")
+                self._requeue_unclaimed(sent.task)
+                continue
             with self._lock:
                 part.job.worker = worker
                 self._deaths.pop((part.job.id, part.index), None)
+            assert not isinstance(ex, str)
             self._finish(sent.task, decode_execution(ex), elapsed_s, sent.claim)

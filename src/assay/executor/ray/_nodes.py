@@ -11,6 +11,7 @@ job's result count once.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 import time
@@ -46,6 +47,8 @@ class Node:
     reserved_for: Task | None = None
     #: The token of the suspect job running alone on this node.
     exclusive: int | None = None
+    #: The problems most recently sent to this node's agent (``_wire.ProblemRefs``).
+    problems: collections.OrderedDict[str, None] = field(default_factory=collections.OrderedDict)
 
     @property
     def free(self) -> int:

@@ -120,7 +120,12 @@ class RayExecutor(Dispatching):
         self._stopping = threading.Event()
         self._dispatch_done = threading.Event()
         self._nodes_seen = time.monotonic()
-        self.stats = {"lost_results_ignored": 0, "node_failures": 0, "agents_started": 0}
+        self.stats = {
+            "lost_results_ignored": 0,
+            "node_failures": 0,
+            "agents_started": 0,
+            "problems_sent_again": 0,
+        }
         self._driver_backend = DriverBackend()
         self._problem_refs = ProblemRefs(self._driver_backend.fingerprint)
         # Session calls in a thread group of their own (Ray's stubs do not list the option).
