@@ -5,12 +5,13 @@ nodes). Ends with one JSON line.
     .venv/bin/python benchmarks/cluster.py [--limit 1000] [--nodes 2] [--slots-per-node 1]
 
 1. **Throughput on real code**: an evenly spread subset of the CodeT corpus (CodeGen-16B
-   samples of HumanEval) judged by a ``LocalExecutor`` with ``nodes x slots-per-node`` slots,
-   then by a ``RayExecutor`` with the same total slots, result cache off on both (every
-   sample runs), stopping at the first failed test as ``assay eval`` does. The verdicts
-   must be the same. ``ray_overhead_ms_per_job`` is the slot time the cluster path costs
-   per job beyond the local run: ``(ray wall - local wall) x slots / jobs`` (negative when
-   the cluster is faster).
+   samples of HumanEval) judged by a ``LocalExecutor`` with ``nodes x slots-per-node`` slots
+   and by a ``RayExecutor`` with the same total slots, alternately for ``--rounds`` rounds,
+   result cache off on both (every sample runs), stopping at the first failed test as
+   ``assay eval`` does. The verdicts must be the same. ``ray_vs_local`` is the median of the
+   rounds' ratios; ``ray_overhead_ms_per_job`` is the slot time the cluster path costs per
+   job beyond the local run: ``(ray wall - local wall) x slots / jobs``, from the median
+   walls (negative when the cluster is faster).
 2. **Dispatch**: trivial jobs (the agents' backend answers at once) through the driver:
    how many jobs per second one driver queues, dispatches, collects and delivers, and the
    driver's CPU per job. ``ray_roundtrip_ms`` is one job's latency alone (submit to result).
@@ -22,8 +23,11 @@ nodes). Ends with one JSON line.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
+import statistics
 import sys
 import time
 from collections import Counter
@@ -74,38 +78,59 @@ def throughput(args: argparse.Namespace) -> dict[str, object]:
         p.id: p for p in formats.load(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "humaneval")
     }
     slots = args.nodes * args.slots_per_node
-    with Runner() as runner:
+    local_s: list[float] = []
+    ray_s: list[float] = []
+    with contextlib.ExitStack() as stack:
+        runner = stack.enter_context(Runner())
         tasks = {task["task_id"] for task, _ in pairs}
         problems = with_time_limits(
             runner, {t: problems[t] for t in tasks}, "humaneval", "derive", slots
         )
-        jobs = [Submission(problems[t["task_id"]], t["prompt"] + s) for t, s in pairs]
+
+        def round_jobs(r: int) -> list[Job]:
+            # New problem ids each round: the nodes meet every problem anew, as in training.
+            fresh = {t: dataclasses.replace(p, id=f"{t}#{r}") for t, p in problems.items()}
+            return [Submission(fresh[t["task_id"]], t["prompt"] + s) for t, s in pairs]
+
+        jobs = round_jobs(0)
         runner.sandbox.warm_up()
-        with LocalExecutor(runner, slots=slots, cache=False, records="off") as ex:
+        lex = stack.enter_context(LocalExecutor(runner, slots=slots, cache=False, records="off"))
+        rex = stack.enter_context(
+            RayExecutor(
+                slots_per_node=args.slots_per_node,
+                cache=False,
+                records="off",
+                estimator=RuntimeEstimator(),
+            )
+        )
+        assert sum(n["slots"] for n in rex.node_info()) == slots
+        rex.run(jobs[: 2 * slots], stop_on_failure=True)  # the agents' sandboxes warm
+        # Alternately, so that a slow minute of this shared machine falls on both sides.
+        for r in range(args.rounds):
+            jobs = round_jobs(r + 1)
             t0 = time.perf_counter()
-            local = ex.run(jobs, stop_on_failure=True)
-            local_s = time.perf_counter() - t0
-    with RayExecutor(
-        slots_per_node=args.slots_per_node, cache=False, records="off", estimator=RuntimeEstimator()
-    ) as ex:
-        assert sum(n["slots"] for n in ex.node_info()) == slots
-        ex.run(jobs[: 2 * slots], stop_on_failure=True)  # the agents' sandboxes warm
-        t0 = time.perf_counter()
-        remote = ex.run(jobs, stop_on_failure=True)
-        ray_s = time.perf_counter() - t0
+            local = lex.run(jobs, stop_on_failure=True)
+            local_s.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            remote = rex.run(jobs, stop_on_failure=True)
+            ray_s.append(time.perf_counter() - t0)
     same = [r.verdict for r in local] == [r.verdict for r in remote]
+    ratios = [a / b for a, b in zip(local_s, ray_s, strict=True)]
+    local_t, ray_t = statistics.median(local_s), statistics.median(ray_s)
     print(
-        f"CodeT subset of {len(jobs)} samples, {slots} slots: local {len(jobs) / local_s:.1f}/s, "
-        f"ray {len(jobs) / ray_s:.1f}/s ({args.nodes} nodes x {args.slots_per_node}); "
+        f"CodeT subset of {len(jobs)} samples, {slots} slots, {args.rounds} rounds (medians): "
+        f"local {len(jobs) / local_t:.1f}/s, ray {len(jobs) / ray_t:.1f}/s ({args.nodes} nodes "
+        f"x {args.slots_per_node}); ratio per round {', '.join(f'{r:.3f}' for r in ratios)}; "
         f"same verdicts: {same}; accepted {sum(r.verdict == 'accepted' for r in remote)}"
     )
     return {
         "samples": len(jobs),
         "slots": slots,
-        "local_samples_per_s": round(len(jobs) / local_s, 1),
-        "ray_samples_per_s": round(len(jobs) / ray_s, 1),
-        "ray_vs_local": round(local_s / ray_s, 3),
-        "ray_overhead_ms_per_job": round((ray_s - local_s) * slots / len(jobs) * 1000, 3),
+        "rounds": args.rounds,
+        "local_samples_per_s": round(len(jobs) / local_t, 1),
+        "ray_samples_per_s": round(len(jobs) / ray_t, 1),
+        "ray_vs_local": round(statistics.median(ratios), 3),
+        "ray_overhead_ms_per_job": round((ray_t - local_t) * slots / len(jobs) * 1000, 3),
         "same_verdicts": same,
     }
 
@@ -187,6 +212,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=1000, help="CodeT samples judged (subset)")
     ap.add_argument("--nodes", type=int, default=2, help="worker nodes")
     ap.add_argument("--slots-per-node", type=int, default=1)
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="local and ray runs of the subset, alternately"
+    )
     ap.add_argument("--trivial", type=int, default=50_000, help="trivial jobs dispatched")
     ap.add_argument(
         "--parts",
