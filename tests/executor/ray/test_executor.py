@@ -144,6 +144,8 @@ def test_a_node_without_the_problem_it_was_said_to_hold_gets_it_again(cluster: A
         for node in ex.nodes.snapshot():
             node.problems[key] = None
         results = ex.run([Submission(second, f"# {i}") for i in range(4)])
+        # At least one node answered that it lacked it; how many did before the resent
+        # problem reached them depends on which nodes the four jobs landed on.
         assert ex.stats["problems_sent_again"] >= 1
     assert [(r.verdict, r.reason) for r in results] == [("ok", "11")] * 4
 
