@@ -67,3 +67,17 @@ def test_a_poll_with_no_result_waits_its_timeout_only(agent: NodeAgent) -> None:
     t = time.monotonic()
     assert agent.poll(0.3, batch=2, linger_s=1.0) == []
     assert time.monotonic() - t < 1.0  # no linger without a first result
+
+
+def test_a_poll_queues_the_refill_it_carries_before_it_waits(agent: NodeAgent) -> None:
+    # The driver sends the refill for the results it took with its next poll: the items
+    # run as if submitted, and the same poll can already answer with the first of them.
+    t = time.monotonic()
+    got = agent.poll(5.0, batch=1, linger_s=0.0, items=items(2, 0.0), problems={})
+    # One slot runs them in order; whether the second is done by the time the poll's
+    # thread takes the results is the scheduler's, so only the first is asserted here.
+    assert got and got[0][0] == 0, got
+    assert time.monotonic() - t < 2.0  # answered by its own items, not by its timeout
+    while len(got) < 2:
+        got += agent.poll(5.0)
+    assert sorted(r[0] for r in got) == [0, 1]

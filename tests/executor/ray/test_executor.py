@@ -238,3 +238,17 @@ def test_a_full_queue_refuses_the_whole_batch(cluster: Any) -> None:
         with pytest.raises(Overloaded):
             ex.submit([rb.job(i) for i in range(10)])
         assert {r.verdict for r in ex.run([rb.job(i) for i in range(5)])} == {"ok"}
+
+
+def test_refills_travel_with_the_polls(cluster: Any) -> None:
+    # Each Ray call costs the driver and the agent more than a job's dispatch: the room a
+    # node's results free is refilled by the next poll of that node, not by a call of its own.
+    with stamped() as ex:
+        capacity = sum(n["capacity"] for n in ex.node_info())
+        results = ex.run([rb.job(i, 0.01) for i in range(120)])
+        with_polls, own = ex.stats["items_sent_with_polls"], ex.stats["items_sent_with_submits"]
+    assert [r.verdict for r in results] == ["ok"] * 120
+    assert with_polls + own == 120
+    # The dispatcher's own messages: the first fill of each node, and a node whose room a
+    # refill left (the queue was momentarily empty) taking work later.
+    assert own <= 2 * capacity, (with_polls, own, capacity)

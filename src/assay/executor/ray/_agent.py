@@ -171,12 +171,25 @@ class NodeAgent:
             if dropped:
                 self._results.notify_all()
 
-    def poll(self, timeout_s: float, batch: int = 1, linger_s: float = 0.0) -> list[Result]:
+    def poll(
+        self,
+        timeout_s: float,
+        batch: int = 1,
+        linger_s: float = 0.0,
+        items: list[Item] | None = None,
+        problems: dict[str, Any] | None = None,
+    ) -> list[Result]:
         """Every result since the last poll; waits up to ``timeout_s`` for the first, then
         up to ``linger_s`` more for ``batch`` of them while work is still queued here (each
         poll and each refill is a Ray call, which costs more machine time than the job's own
         dispatch: grouping them is what keeps a cluster near a local executor's throughput).
-        It answers at once when nothing is queued, so no slot waits for work meanwhile."""
+        It answers at once when nothing is queued, so no slot waits for work meanwhile.
+
+        ``items`` (with their ``problems``) are queued first, as :meth:`submit` queues
+        them: the driver sends the refill for the results it just took with its next poll,
+        one call instead of two."""
+        if items:
+            self.submit(items, problems or {})
         with self._lock:
             self._results.wait_for(lambda: bool(self._outbox) or self._closed, timeout_s)
             end = time.monotonic() + linger_s

@@ -205,37 +205,83 @@ class Dispatching(LocalExecutor):
             if node is None:  # more tasks than room (a node died meanwhile): queue again
                 self._requeue_unclaimed(task)
                 continue
-            claim = self._claim(task, node.name)
-            if claim is None:
+            _, items, refs = groups.setdefault(node.node_id, (node, [], {}))
+            item = self._item(node, task, refs)
+            if item is None:
                 continue
             spread.use(node)
-            part: Part = task.payload
-            job = part.job
-            _, items, refs = groups.setdefault(node.node_id, (node, [], {}))
-            token = next(self._tokens)
-            item: Item = (
-                token,
-                self._problem_refs.encode(part.payload, refs, node.problems),
-                job.stop_on_failure,
-                job.info.limits.memory_mb,
-            )
             items.append(item)
-            with self.nodes.cond:
-                node.outstanding[token] = Sent(task, claim)
+            token = item[0]
         for node, items, refs in groups.values():
-            if not node.alive:
-                # Died between choosing it and now: what it was given is already back in
-                # the queue if it was registered before the death, else put it back here.
-                for item in items:
-                    sent = node.outstanding.pop(item[0], None)
-                    if sent is not None:
-                        self._lost(sent, node, "the node died before its work was sent")
+            if not items or not self._still_alive(node, items):
                 continue
             try:
                 node.handle.submit.remote(items, refs)
             except Exception as exc:
                 self._node_died(node, f"could not send work: {exc!r}")
+            else:
+                self.stats["items_sent_with_submits"] += len(items)
         return token
+
+    def _item(self, node: Node, task: Task, refs: dict[str, Any]) -> Item | None:
+        """``task`` as an item for ``node`` (None if nobody wants it any more); from now on
+        it is outstanding there. ``refs`` gathers the problems the node has not been sent."""
+        claim = self._claim(task, node.name)
+        if claim is None:
+            return None
+        part: Part = task.payload
+        job = part.job
+        token = next(self._tokens)
+        item: Item = (
+            token,
+            self._problem_refs.encode(part.payload, refs, node.problems),
+            job.stop_on_failure,
+            job.info.limits.memory_mb,
+        )
+        with self.nodes.cond:
+            node.outstanding[token] = Sent(task, claim)
+        return item
+
+    def _still_alive(self, node: Node, items: list[Item]) -> bool:
+        """Whether ``node`` may be sent ``items``. A node that died between being chosen and
+        now: what it was given is already back in the queue if it was registered before the
+        death, else it goes back here."""
+        if node.alive:
+            return True
+        for item in items:
+            sent = node.outstanding.pop(item[0], None)
+            if sent is not None:
+                self._lost(sent, node, "the node died before its work was sent")
+        return False
+
+    def _refill(self, node: Node) -> tuple[list[Item], dict[str, Any]]:
+        """Items for ``node``'s room, taken from the queue in dispatch order without
+        waiting, to travel with its next poll. ``node.refilling`` keeps the dispatcher off
+        the node's room meanwhile; a job held for running alone (a suspect) is left to it."""
+        items: list[Item] = []
+        refs: dict[str, Any] = {}
+        with self.nodes.cond:
+            room = node.room
+            node.refilling = room > 0
+        if room <= 0:
+            return items, refs
+        try:
+            while len(items) < room:
+                task = self.queue.get(timeout=0)
+                if task is None:
+                    break
+                if self._suspect(task):
+                    continue
+                item = self._item(node, task, refs)
+                if item is not None:
+                    items.append(item)
+        finally:
+            with self.nodes.cond:
+                node.refilling = False
+                self.nodes.cond.notify_all()  # room the refill left is the dispatcher's
+        if not self._still_alive(node, items):
+            return [], {}
+        return items, refs
 
     # -- results ----------------------------------------------------------------------------
     def _receive_loop(self) -> None:
@@ -257,9 +303,24 @@ class Dispatching(LocalExecutor):
                 except Exception as exc:
                     self._node_died(node, f"its agent died: {type(exc).__name__}")
                     continue
+                with self.nodes.cond:  # the room these results free is this refill's
+                    node.refilling = True
+                try:
+                    self._absorb(node, results)
+                except BaseException:
+                    with self.nodes.cond:
+                        node.refilling = False
+                    raise
+                items, problems = self._refill(node)
                 if node.alive:
-                    node.poll_ref = node.handle.poll.remote(POLL_S, node.batch, LINGER_S)
-                self._absorb(node, results)
+                    try:
+                        node.poll_ref = node.handle.poll.remote(
+                            POLL_S, node.batch, LINGER_S, items, problems
+                        )
+                    except Exception as exc:
+                        self._node_died(node, f"could not send work: {exc!r}")
+                    else:
+                        self.stats["items_sent_with_polls"] += len(items)
 
     def _absorb(self, node: Node, results: list[Result]) -> None:
         for token, ex, elapsed_s, worker in results:

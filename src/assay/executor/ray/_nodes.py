@@ -1,8 +1,10 @@
 """The driver's view of the cluster: which nodes have an agent, and what each is running.
 
-A node is fed by capacity: the dispatcher sends it work only while it holds fewer items
-than its slots plus a small prefetch (which hides the round trip between a result and the
-next job, and lets results and refills travel in groups: see ``Node.batch``). Every item
+A node is fed by capacity: it is sent work only while it holds fewer items than its slots
+plus a small prefetch (which hides the round trip between a result and the next job, and
+lets results and refills travel in groups: see ``Node.batch``). The refill for a group of
+results rides on the next poll of that node (the receiver's); the dispatcher feeds nodes
+that free up otherwise (new work for an idle node, a node that joins). Every item
 sent is remembered under a token until its result comes back, so when a node dies its
 unfinished work is known exactly and runs again elsewhere; a result whose token is no
 longer outstanding (its node was already declared dead) is ignored, which is what makes a
@@ -49,9 +51,18 @@ class Node:
     exclusive: int | None = None
     #: The problems most recently sent to this node's agent (``_wire.ProblemRefs``).
     problems: collections.OrderedDict[str, None] = field(default_factory=collections.OrderedDict)
+    #: The receiver is taking this node's refill for its next poll: the dispatcher leaves
+    #: the node's free capacity to it (one Ray call for results and refill, not two).
+    refilling: bool = False
 
     @property
     def free(self) -> int:
+        """Items the dispatcher may send now (0 while the receiver refills the node)."""
+        return 0 if self.refilling else self.room
+
+    @property
+    def room(self) -> int:
+        """Items the node can take beyond what it holds (its slots plus prefetch)."""
         if not self.alive or self.reserved_for is not None or self.exclusive is not None:
             return 0
         return self.capacity - len(self.outstanding)

@@ -125,6 +125,10 @@ class RayExecutor(Dispatching):
             "node_failures": 0,
             "agents_started": 0,
             "problems_sent_again": 0,
+            # Items that went to a node with its poll (the refill for its results), and
+            # in a message of their own (the dispatcher's: first fills, idle nodes).
+            "items_sent_with_polls": 0,
+            "items_sent_with_submits": 0,
         }
         self._driver_backend = DriverBackend()
         self._problem_refs = ProblemRefs(self._driver_backend.fingerprint)
