@@ -121,6 +121,13 @@ def _any_waiting_for_the_machine(tids: list[int]) -> bool:
     return False
 
 
+#: When a run's output pipes start being read. Until then a program that fills one (64 KiB)
+#: waits in its write, for at most this long of wall time (its CPU time is not touched, and
+#: the output limit is enforced as the pipes are read): short runs, most of them, end first
+#: and cost the supervisor a single wake-up.
+PIPES_AFTER_S = 0.02
+
+
 class Supervision:
     """State of one run; :meth:`wait` drives it to an :class:`ExecResult`.
 
@@ -163,15 +170,16 @@ class Supervision:
         # The program process's own messages ("running", or a set-up error) matter only to
         # the verdict at the end: they are read then (``_program_messages``), not waited
         # for, so they cost the run no wake-up of this thread.
-        watched: dict[int, _Capture | str] = {
-            out_fd: self.out,
-            err_fd: self.err,
-            rep_sock.fileno(): "init",
-        }
+        watched: dict[int, _Capture | str] = {rep_sock.fileno(): "init"}
         if self.req.stop_fd >= 0:
             watched[self.req.stop_fd] = "stop"
         for fd in watched:
             poller.register(fd, select.POLLIN)
+        # The output pipes are watched from PIPES_AFTER_S on, or once the run is over:
+        # a short run then wakes this thread once (the init's exit record), not also for
+        # its output and for each pipe's end (3 wake-ups per print(1) run before).
+        pipes_at = self.started + PIPES_AFTER_S
+        pipes = False
 
         def forget(fd: int) -> None:
             poller.unregister(fd)
@@ -196,6 +204,11 @@ class Supervision:
         try:
             while not finished or not (self.out.eof and self.err.eof):
                 now = time.monotonic()
+                if not pipes and (finished or now >= pipes_at):
+                    pipes = True
+                    for fd, capture in ((out_fd, self.out), (err_fd, self.err)):
+                        watched[fd] = capture
+                        poller.register(fd, select.POLLIN)
                 if not finished:
                     if self.kill_reason is None:
                         elapsed = now - self.started
@@ -219,6 +232,8 @@ class Supervision:
                     timeout = max(0.001, min(next_cpu_check, self.started + wall_limit) - now)
                     if now - self.started > wall_limit:
                         timeout = min(timeout, defaults.CPU_POLL_MAX_S)
+                    if not pipes:
+                        timeout = max(0.0005, min(timeout, pipes_at - now))
                 events = poller.poll(math.ceil(timeout * 1000))
                 if not events and finished and time.monotonic() - self.started > wall_limit + 30:
                     self.error = self.error or "output pipes stayed open after the run ended"
