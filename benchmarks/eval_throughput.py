@@ -159,7 +159,8 @@ def main() -> None:
             if v == "time_limit" or b == "timeout"
         ]
         floor_s = sum(jobs[i].problem.limits.time_s for i in timed_out) / args.workers
-        finished = [i for i in range(len(jobs)) if i not in set(timed_out)]
+        out = set(timed_out)
+        finished = [i for i in range(len(jobs)) if i not in out]
         fin_rate, _, fin_trusted_ms = judge([jobs[i] for i in finished], False)
         fin_bare_s, _ = bare([pairs[i] for i in finished])
 

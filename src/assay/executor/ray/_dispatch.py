@@ -254,18 +254,21 @@ class Dispatching(LocalExecutor):
                 self._lost(sent, node, "the node died before its work was sent")
         return False
 
-    def _refill(self, node: Node) -> tuple[list[Item], dict[str, Any]]:
-        """Items for ``node``'s room, taken from the queue in dispatch order without
-        waiting, to travel with its next poll. ``node.refilling`` keeps the dispatcher off
-        the node's room meanwhile; a job held for running alone (a suspect) is left to it."""
+    def _absorb_and_refill(
+        self, node: Node, results: list[Result]
+    ) -> tuple[list[Item], dict[str, Any]]:
+        """Take ``node``'s results, then items for the room they freed, from the queue in
+        dispatch order without waiting, to travel with its next poll. ``node.refilling``
+        keeps the dispatcher off the node's room meanwhile (and is cleared however this
+        ends); a job held for running alone (a suspect) is left to the dispatcher."""
         items: list[Item] = []
         refs: dict[str, Any] = {}
         with self.nodes.cond:
-            room = node.room
-            node.refilling = room > 0
-        if room <= 0:
-            return items, refs
+            node.refilling = True
         try:
+            self._absorb(node, results)
+            with self.nodes.cond:
+                room = node.room
             while len(items) < room:
                 task = self.queue.get(timeout=0)
                 if task is None:
@@ -303,15 +306,7 @@ class Dispatching(LocalExecutor):
                 except Exception as exc:
                     self._node_died(node, f"its agent died: {type(exc).__name__}")
                     continue
-                with self.nodes.cond:  # the room these results free is this refill's
-                    node.refilling = True
-                try:
-                    self._absorb(node, results)
-                except BaseException:
-                    with self.nodes.cond:
-                        node.refilling = False
-                    raise
-                items, problems = self._refill(node)
+                items, problems = self._absorb_and_refill(node, results)
                 if node.alive:
                     try:
                         node.poll_ref = node.handle.poll.remote(
