@@ -18,6 +18,10 @@ A sample that runs to its time limit holds a worker for the whole limit on both 
 the time-outs put a floor under both times that no judging speed moves: the script prints
 the ratio that floor alone allows, then judges and runs again, on their own, the samples
 that finished on both sides (the ratio of the judging itself).
+
+The trusted process's CPU per sample is printed in all and by thread: the executor's
+workers (judging), the sandbox runs' dispatch and supervision, the slots' arming, the
+cgroup pool, and the rest.
 """
 
 from __future__ import annotations
@@ -27,15 +31,57 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from assay import LocalExecutor, Runner, Submission, defaults, formats
 from assay.evaluate import with_time_limits
+from assay.executor.local import WORKER_THREAD
 from assay.types import Limits
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+
+#: The trusted process's threads by what they do, from their names' prefixes.
+ROLES = (
+    (WORKER_THREAD, "judging"),  # the executor's workers: queue, judge, grading, call channel
+    ("assay-run", "sandbox runs"),  # each run's dispatch and supervision (judge/_background)
+    ("assay-arming", "slot arming"),  # idle slots' next program processes (sandbox.py)
+    ("assay-cgroups", "cgroup pool"),  # cgroups checked, reset, made and removed (_slots.py)
+)
+
+
+def thread_cpu() -> dict[tuple[int, int], tuple[str, float]]:
+    """CPU seconds so far of each live thread of this process, with its name."""
+    out = {}
+    for t in threading.enumerate():
+        if t.ident is None or t.native_id is None:
+            continue
+        try:
+            cpu = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        except OSError:  # it ended meanwhile
+            continue
+        out[(t.ident, t.native_id)] = (t.name, cpu)
+    return out
+
+
+def cpu_by_role(
+    before: dict[tuple[int, int], tuple[str, float]],
+    after: dict[tuple[int, int], tuple[str, float]],
+    total_s: float,
+    n: int,
+) -> dict[str, float]:
+    """Milliseconds of trusted CPU per sample, by role; ``other`` holds the rest of
+    ``total_s`` (the main thread, threads that ended before ``after`` was taken)."""
+    seconds = dict.fromkeys([role for _, role in ROLES], 0.0)
+    for key, (name, cpu) in after.items():
+        spent = cpu - before.get(key, (name, 0.0))[1]
+        role = next((r for prefix, r in ROLES if name.startswith(prefix)), None)
+        if role is not None:
+            seconds[role] += spent
+    seconds["other"] = max(0.0, total_s - sum(seconds.values()))
+    return {role: round(s / n * 1000, 3) for role, s in seconds.items()}
 
 
 def load() -> list[tuple[dict[str, str], str]]:
@@ -95,21 +141,25 @@ def main() -> None:
             Submission(problems[task["task_id"]], task["prompt"] + sample) for task, sample in pairs
         ]
 
-        def judge(jobs: list[Submission], cache: bool) -> tuple[float, list[str], float]:
+        def judge(
+            jobs: list[Submission], cache: bool
+        ) -> tuple[float, list[str], float, dict[str, float]]:
             """Samples per second, verdicts, and this process's CPU per sample (judging,
-            supervision, scheduling), as `assay eval` runs: the local executor, records off
-            (they are not what is measured)."""
+            supervision, scheduling), in all and by thread role, as `assay eval` runs: the
+            local executor, records off (they are not what is measured)."""
             with LocalExecutor(runner, slots=args.workers, cache=cache, records="off") as ex:
+                threads0 = thread_cpu()
                 t0, c0 = time.perf_counter(), time.process_time()
                 results = ex.run(jobs, stop_on_failure=not args.all_tests)
                 rate = len(jobs) / (time.perf_counter() - t0)
-                cpu_ms = (time.process_time() - c0) / len(jobs) * 1000
-            return rate, [str(r.verdict) for r in results], cpu_ms
+                cpu_s = time.process_time() - c0
+                roles = cpu_by_role(threads0, thread_cpu(), cpu_s, len(jobs))
+            return rate, [str(r.verdict) for r in results], cpu_s / len(jobs) * 1000, roles
 
         for cache in (False, True):
-            rates[cache], got_verdicts, cpu_ms = judge(jobs, cache)
+            rates[cache], got_verdicts, cpu_ms, roles = judge(jobs, cache)
             if not cache:
-                trusted_ms, assay_verdicts = cpu_ms, got_verdicts
+                trusted_ms, assay_verdicts, trusted_roles = cpu_ms, got_verdicts, roles
             got = [v == "accepted" for v in got_verdicts]
             if verdicts and got != verdicts:
                 raise SystemExit("the result cache changed verdicts")
@@ -161,7 +211,7 @@ def main() -> None:
         floor_s = sum(jobs[i].problem.limits.time_s for i in timed_out) / args.workers
         out = set(timed_out)
         finished = [i for i in range(len(jobs)) if i not in out]
-        fin_rate, _, fin_trusted_ms = judge([jobs[i] for i in finished], False)
+        fin_rate, _, fin_trusted_ms, fin_roles = judge([jobs[i] for i in finished], False)
         fin_bare_s, _ = bare([pairs[i] for i in finished])
 
         # The least a judged sample can cost: one sandboxed run, of print(1), at the same
@@ -188,6 +238,7 @@ def main() -> None:
         "accepted": sum(verdicts),
         "time_limit": args.time_limit,
         "trusted_cpu_ms_per_sample": round(trusted_ms, 2),
+        "trusted_cpu_ms_by_thread": trusted_roles,
         "timed_out": len(timed_out),
         "timed_out_floor_s": round(floor_s, 2),
         "print1_runs_per_s": round(1 / one_run_s, 1),
@@ -195,6 +246,7 @@ def main() -> None:
         "finished": len(finished),
         "finished_ratio_no_cache": round(fin_bare_s * fin_rate / len(finished), 2),
         "finished_trusted_cpu_ms_per_sample": round(fin_trusted_ms, 2),
+        "finished_trusted_cpu_ms_by_thread": fin_roles,
     }
     mode = "every test" if args.all_tests else "stopping at the first failure"
     seconds = sorted({p.limits.time_s for p in problems.values()})
@@ -213,6 +265,10 @@ def main() -> None:
         f" of which {result['trusted_cpu_ms_per_sample']} ms in the trusted process"
     )
     print(
+        "  the trusted process's, by thread: "
+        + ", ".join(f"{role} {ms} ms" for role, ms in trusted_roles.items())
+    )
+    print(
         f"{len(timed_out)} samples ran to the time limit ({floor_s:.2f} s of the run on each"
         f" side at {args.workers} workers); with the others each judged as fast as one"
         f" sandboxed print(1) ({result['print1_runs_per_s']} runs/s), the ratio with the cache"
@@ -221,7 +277,9 @@ def main() -> None:
     print(
         f"the {len(finished)} samples that finished, on their own: "
         f"{result['finished_ratio_no_cache']}x with the cache off, trusted CPU "
-        f"{result['finished_trusted_cpu_ms_per_sample']} ms per sample"
+        f"{result['finished_trusted_cpu_ms_per_sample']} ms per sample ("
+        + ", ".join(f"{role} {ms}" for role, ms in fin_roles.items())
+        + ")"
     )
     print(json.dumps(result))
 

@@ -89,6 +89,26 @@ def test_cache_off_runs_every_job() -> None:
     assert len(fn.calls) == 5
 
 
+def test_jobs_are_judged_on_threads_named_as_workers() -> None:
+    # What a profiler and benchmarks/eval_throughput.py's per-thread CPU count as judging.
+    names: list[str] = []
+
+    def fn(job: Job) -> Execution:
+        names.append(threading.current_thread().name)
+        return judged(job)
+
+    before = set(threading.enumerate())  # (another test's executor may not be gone yet)
+    with executor(fn, slots=3, cache=False) as ex:
+        ex.run([Submission(problem("p", 0.05), "x") for _ in range(6)])
+        live = sorted(t.name for t in set(threading.enumerate()) - before)
+    assert [n for n in live if n.startswith("assay-worker")] == [
+        "assay-worker-0",
+        "assay-worker-1",
+        "assay-worker-2",
+    ]
+    assert set(names) <= set(live) and len(names) == 6
+
+
 def test_full_queue_raises_overloaded_and_drops_nothing() -> None:
     gate = threading.Event()
     fn = Counting(lambda j: (gate.wait(5), judged(j))[1])

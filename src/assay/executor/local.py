@@ -44,6 +44,11 @@ from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
 
+#: The name (then ``-<i>``) of the threads that take jobs from the queue and judge them, here
+#: and in a Ray node's agent: what a profiler or ``benchmarks/eval_throughput.py``'s
+#: per-thread CPU shows as the judging.
+WORKER_THREAD = "assay-worker"
+
 
 class LocalExecutor(SlotCalls, BatchRuns):
     """Runs batches of jobs on this machine. Thread-safe; use as a context manager.
@@ -125,7 +130,12 @@ class LocalExecutor(SlotCalls, BatchRuns):
         """One thread per slot pulling from the queue (the cluster executor overrides this
         with its dispatcher to the node agents)."""
         workers = [
-            threading.Thread(target=self._work, args=(f"{socket.gethostname()}/w{i}",), daemon=True)
+            threading.Thread(
+                target=self._work,
+                args=(f"{socket.gethostname()}/w{i}",),
+                daemon=True,
+                name=f"{WORKER_THREAD}-{i}",
+            )
             for i in range(self.slots)
         ]
         for t in workers:

@@ -30,6 +30,7 @@ from ... import defaults
 from ...errors import ConfigError, ValidationError
 from .._jobs import Memory, memory_budget
 from ..backend import Backend
+from ..local import WORKER_THREAD
 from ..types import Execution
 from ._wire import MISSING, Item, ProblemCache, Result, encode_execution
 
@@ -133,7 +134,12 @@ class NodeAgent:
         self._sessions = HeldSessions()
         self._session_lock = threading.Lock()
         self._threads = [
-            threading.Thread(target=self._work, args=(f"{self.name}/w{i}",), daemon=True)
+            threading.Thread(
+                target=self._work,
+                args=(f"{self.name}/w{i}",),
+                daemon=True,
+                name=f"{WORKER_THREAD}-{i}",
+            )
             for i in range(slots)
         ]
         for t in self._threads:
