@@ -38,7 +38,7 @@ from pathlib import Path
 
 from assay import LocalExecutor, Runner, Submission, defaults, formats
 from assay.evaluate import with_time_limits
-from assay.executor.local import WORKER_THREAD
+from assay.executor._workers import WORKER_THREAD
 from assay.types import Limits
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

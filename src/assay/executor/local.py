@@ -37,17 +37,13 @@ from ._calls import SlotCall, SlotCalls, StepSlots
 from ._deadlines import Reaper
 from ._jobs import JobState, Memory, Part, Sub, memory_budget, shareable
 from ._options import ExecutorOptions, with_defaults
+from ._workers import start_workers
 from .backend import Backend, JobInfo, SandboxBackend
 from .batch import BatchHandle, Callback, ended, new_batch_id
 from .protocol import BatchRuns
 from .types import Execution, Job, JobResult, Outcome
 
 log = logging.getLogger("assay.executor")
-
-#: The name (then ``-<i>``) of the threads that take jobs from the queue and judge them, here
-#: and in a Ray node's agent: what a profiler or ``benchmarks/eval_throughput.py``'s
-#: per-thread CPU shows as the judging.
-WORKER_THREAD = "assay-worker"
 
 
 class LocalExecutor(SlotCalls, BatchRuns):
@@ -129,18 +125,8 @@ class LocalExecutor(SlotCalls, BatchRuns):
     def _start_workers(self) -> list[threading.Thread]:
         """One thread per slot pulling from the queue (the cluster executor overrides this
         with its dispatcher to the node agents)."""
-        workers = [
-            threading.Thread(
-                target=self._work,
-                args=(f"{socket.gethostname()}/w{i}",),
-                daemon=True,
-                name=f"{WORKER_THREAD}-{i}",
-            )
-            for i in range(self.slots)
-        ]
-        for t in workers:
-            t.start()
-        return workers
+        host = socket.gethostname()
+        return start_workers(self._work, [f"{host}/w{i}" for i in range(self.slots)])
 
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):08x}"

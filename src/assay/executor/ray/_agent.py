@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ... import defaults
 from ...errors import ConfigError, ValidationError
 from .._jobs import Memory, memory_budget
+from .._workers import start_workers
 from ..backend import Backend
-from ..local import WORKER_THREAD
 from ..types import Execution
 from ._wire import MISSING, Item, ProblemCache, Result, encode_execution
 
@@ -133,17 +133,7 @@ class NodeAgent:
 
         self._sessions = HeldSessions()
         self._session_lock = threading.Lock()
-        self._threads = [
-            threading.Thread(
-                target=self._work,
-                args=(f"{self.name}/w{i}",),
-                daemon=True,
-                name=f"{WORKER_THREAD}-{i}",
-            )
-            for i in range(slots)
-        ]
-        for t in self._threads:
-            t.start()
+        self._threads = start_workers(self._work, [f"{self.name}/w{i}" for i in range(slots)])
 
     # -- called by the driver ---------------------------------------------------------------
     def info(self) -> dict[str, Any]:
