@@ -117,6 +117,14 @@ ZYGOTE_START_TIMEOUT_S = 20.0
 ZYGOTE_RESTARTS = 3
 #: Runs served by one slot (a set of namespaces) before it is retired and replaced.
 SLOT_MAX_RUNS = 1000
+#: Idle armed slots a sandbox keeps per CPU (of each kind; at least 4), and on a host whose
+#: RCU grace periods are normal rather than expedited (``/sys/kernel/rcu_normal`` = 1, as a
+#: PREEMPT_RT kernel sets after boot): a slot's reset detaches four mounts and waits for a
+#: grace period at each, ~38 us expedited but ~20 ms normal, so resets take ~75 ms there
+#: and 4 per CPU served 110 print(1) runs/s where 16 served 538, as many as the default
+#: host (``benchmarks/host_factors.py --parts rcu``).
+SLOTS_PER_CPU = 4
+SLOTS_PER_CPU_SLOW_RCU = 16
 #: tmpfs size a slot mounts between runs (resized to the run's ``disk_mb`` when it starts).
 DEFAULT_DISK_MB = DISK_MB
 #: Input files one run may be given. Real repositories have thousands to tens of thousands

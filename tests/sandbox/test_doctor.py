@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +102,59 @@ def test_doctor_prints_the_id_range_and_cpu_weight(tmp_path) -> None:  # type: i
     ).stdout
     assert "sandbox user ids" in out and "one per slot" in out
     assert "per-run CPU weight" in out
+
+
+def _with_rcu_normal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str | None) -> None:
+    """Point the probe at a stand-in for ``/sys/kernel/rcu_normal`` (None: no such file)."""
+    from assay.sandbox import probe
+
+    knob = str(tmp_path / "rcu_normal")
+    if value is not None:
+        with open(knob, "w") as fh:
+            fh.write(value)
+    monkeypatch.setattr(probe, "RCU_NORMAL", knob)
+
+
+@pytest.mark.parametrize(("value", "slow"), [("1\n", True), ("0\n", False), (None, False)])
+def test_normal_rcu_grace_periods_are_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str | None, slow: bool
+) -> None:
+    _with_rcu_normal(monkeypatch, tmp_path, value)
+    report = probe_host()
+    assert report.slow_grace_periods is slow
+    assert any("rcu_normal" in note for note in report.notes) is slow
+    assert report.to_dict()["slow_grace_periods"] is slow
+
+
+@pytest.mark.parametrize(("value", "per_cpu"), [("1\n", 16), ("0\n", 4)])
+def test_the_default_pool_grows_where_grace_periods_are_normal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str, per_cpu: int
+) -> None:
+    """Each slot reset waits for a grace period at each of its four unmounts: ~75 ms where
+    they are normal, so 4 idle slots per CPU served 110 print(1) runs/s there, 16 served
+    538 (``benchmarks/host_factors.py --parts rcu``)."""
+    _with_rcu_normal(monkeypatch, tmp_path, value)
+    ncpu = len(os.sched_getaffinity(0))
+    with Sandbox() as sandbox:
+        assert sandbox.pool_size == max(4, per_cpu * ncpu)
+    with Sandbox(pool_size=5) as sandbox:  # an explicit size stands
+        assert sandbox.pool_size == 5
+
+
+@pytest.mark.alone  # sets a host-wide kernel knob for a moment: no other test may share it
+def test_the_real_rcu_normal_knob_is_read() -> None:
+    from assay.sandbox import probe
+
+    try:
+        with open(probe.RCU_NORMAL) as fh:
+            was = fh.read().strip()
+    except OSError:
+        pytest.skip(f"this kernel has no {probe.RCU_NORMAL}")
+    try:
+        for value, slow in (("1", True), ("0", False)):
+            with open(probe.RCU_NORMAL, "w") as fh:
+                fh.write(value)
+            assert probe_host().slow_grace_periods is slow
+    finally:
+        with open(probe.RCU_NORMAL, "w") as fh:
+            fh.write(was)

@@ -124,8 +124,14 @@ class Sandbox:
             for launcher in (False, True)
             for net in (False, True)
         }
-        #: Idle slots kept per kind.
-        self.pool_size = pool_size if pool_size is not None else max(4, 4 * self._ncpu)
+        #: Idle slots kept per kind (more where each reset waits for normal RCU grace
+        #: periods: see ``defaults.SLOTS_PER_CPU_SLOW_RCU``).
+        per_cpu = (
+            defaults.SLOTS_PER_CPU_SLOW_RCU
+            if self.report.slow_grace_periods
+            else defaults.SLOTS_PER_CPU
+        )
+        self.pool_size = pool_size if pool_size is not None else max(4, per_cpu * self._ncpu)
         self._cg_pool = (
             CgroupPool(self.cgroups, _cg_limits(Limits()), spare=max(2, self._ncpu))
             if self.cgroups is not None

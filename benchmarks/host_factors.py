@@ -1,0 +1,175 @@
+"""What the sandbox's throughput at concurrency = cores owes to the host, not to Assay's code.
+
+Two A/Bs, each alternated round by round (the host is shared and noisy, so only figures from
+the same minutes are compared):
+
+- ``clients``: sandboxed ``print(1)`` runs at concurrency = cores from threads of one
+  process (one runner, as ``sandbox_overhead.py`` and every trainer's process do) against
+  the same number of processes with a runner each. If the trusted process's threads held
+  each other up (its interpreter lock, its locks), the processes would be faster.
+- ``rcu`` (root): the same runs with the kernel's expedited RCU grace periods (the default)
+  and with ``/sys/kernel/rcu_normal`` set to 1, as a PREEMPT_RT kernel does after boot
+  (``rcupdate.rcu_normal_after_boot``). Each slot's reset between runs detaches four mounts,
+  and each detach waits for a grace period. Under the knob, the default sandbox (which
+  keeps more idle slots there) and one with the default host's pool size. The knob is
+  host-wide: the script sets it back to what it was, also when interrupted.
+
+Example::
+
+    .venv/bin/python benchmarks/host_factors.py --parts clients --rounds 6
+    .venv/bin/python benchmarks/host_factors.py --parts rcu --rounds 3 --runs 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import assay
+from assay.sandbox import open_sandbox
+
+sys.path.insert(0, str(Path(__file__).parent))
+from sandbox_overhead import LIMITS, _throughput
+
+RCU_NORMAL = "/sys/kernel/rcu_normal"
+PYTHON = "/usr/bin/python3"
+
+
+def _sandboxed(runner: assay.Runner) -> Callable[[], None]:
+    def run() -> None:
+        r = runner.run("print(1)", "python", b"", LIMITS)
+        assert r.status == "ok" and r.stdout == b"1\n", r
+
+    return run
+
+
+def _one_client(ready: mp.Queue, go: mp.Event, runs: int) -> None:  # type: ignore[type-arg]
+    with assay.Runner(config=assay.SandboxConfig(python=PYTHON)) as runner:
+        runner.sandbox.warm_up()
+        run = _sandboxed(runner)
+        for _ in range(30):
+            run()
+        ready.put("ready")
+        go.wait()
+        t = time.perf_counter()
+        for _ in range(runs):
+            run()
+        ready.put(time.perf_counter() - t)
+
+
+def _processes(clients: int, runs: int) -> float:
+    """Runs/s of ``clients`` processes, each with its own runner, started together."""
+    ctx = mp.get_context("spawn")
+    ready, go = ctx.Queue(), ctx.Event()
+    each = runs // clients
+    procs = [ctx.Process(target=_one_client, args=(ready, go, each)) for _ in range(clients)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert ready.get(timeout=120) == "ready"
+    go.set()
+    seconds = max(ready.get(timeout=600) for _ in procs)
+    for p in procs:
+        p.join()
+    return each * clients / seconds
+
+
+def clients_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
+    threads, processes = [], []
+    for i in range(rounds):
+        with assay.Runner(config=assay.SandboxConfig(python=PYTHON)) as runner:
+            runner.sandbox.warm_up()
+            run = _sandboxed(runner)
+            for _ in range(30):
+                run()
+            threads.append(_throughput(run, runs, clients))
+        processes.append(_processes(clients, runs))
+        print(
+            f"round {i + 1}: {clients} threads of one process {threads[-1]:.1f} runs/s, "
+            f"{clients} processes {processes[-1]:.1f} runs/s",
+            flush=True,
+        )
+    return {
+        "threads_runs_per_s": [round(x, 1) for x in threads],
+        "processes_runs_per_s": [round(x, 1) for x in processes],
+        "threads_mean": round(statistics.mean(threads), 1),
+        "processes_mean": round(statistics.mean(processes), 1),
+    }
+
+
+def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
+    """Per round: the default sandbox with expedited grace periods; then, with
+    ``rcu_normal`` = 1, the default sandbox (which reads the knob and keeps more idle slots)
+    and one with the pool the default host gets (what every host got before)."""
+    if not os.access(RCU_NORMAL, os.W_OK):
+        sys.exit(f"--parts rcu: {RCU_NORMAL} is not writable here (run as root)")
+    with open(RCU_NORMAL) as fh:
+        was = fh.read().strip()
+
+    def knob(value: str) -> None:
+        with open(RCU_NORMAL, "w") as fh:
+            fh.write(value)
+
+    config = assay.SandboxConfig(python=PYTHON)
+    cases = (("expedited", "0", None), ("rcu_normal", "1", None), ("rcu_normal_small_pool", "1", 0))
+    out: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    pools: dict[str, int] = {}
+    try:
+        for i in range(rounds):
+            for name, value, pool in cases:
+                knob(value)
+                size = pools.get("expedited") if pool == 0 else None
+                with assay.Runner(open_sandbox(config, pool_size=size)) as runner:
+                    pools[name] = runner.sandbox.pool_size
+                    runner.sandbox.warm_up()
+                    run = _sandboxed(runner)
+                    for _ in range(30):
+                        run()
+                    out[name].append(_throughput(run, runs, clients))
+            print(
+                f"round {i + 1}: "
+                + ", ".join(
+                    f"{name} (pool {pools[name]}) {out[name][-1]:.1f} runs/s" for name in out
+                ),
+                flush=True,
+            )
+    finally:
+        knob(was)
+    return {"pool_size": pools} | {
+        f"{k}_runs_per_s": [round(x, 1) for x in v] for k, v in out.items()
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--parts", default="clients", help="comma-separated: clients, rcu")
+    ap.add_argument("--rounds", type=int, default=4, help="alternations (default 4)")
+    ap.add_argument("--runs", type=int, default=1500, help="runs per measurement (default 1500)")
+    ap.add_argument(
+        "--clients", type=int, default=os.cpu_count() or 2, help="concurrency (default: cores)"
+    )
+    args = ap.parse_args()
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - {"clients", "rcu"})
+    if unknown:
+        ap.error(f"--parts: unknown {', '.join(unknown)} (known: clients, rcu)")
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}", flush=True)
+    result: dict[str, object] = {}
+    if "clients" in parts:
+        result["clients"] = clients_ab(args.rounds, args.runs, args.clients)
+    if "rcu" in parts:
+        result["rcu"] = rcu_ab(args.rounds, args.runs, args.clients)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
