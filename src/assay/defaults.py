@@ -121,7 +121,7 @@ SLOT_MAX_RUNS = 1000
 #: RCU grace periods are normal rather than expedited (``/sys/kernel/rcu_normal`` = 1, as a
 #: PREEMPT_RT kernel sets after boot): a slot's reset detaches four mounts and waits for a
 #: grace period at each, ~38 us expedited but ~20 ms normal, so resets take ~75 ms there
-#: and 4 per CPU served 110 print(1) runs/s where 16 served 538, as many as the default
+#: and 4 per CPU served ~110 print(1) runs/s where 16 served 540-560, as many as the default
 #: host (``benchmarks/host_factors.py --parts rcu``).
 SLOTS_PER_CPU = 4
 SLOTS_PER_CPU_SLOW_RCU = 16

@@ -132,7 +132,7 @@ def test_the_default_pool_grows_where_grace_periods_are_normal(
 ) -> None:
     """Each slot reset waits for a grace period at each of its four unmounts: ~75 ms where
     they are normal, so 4 idle slots per CPU served 110 print(1) runs/s there, 16 served
-    538 (``benchmarks/host_factors.py --parts rcu``)."""
+    540-560 (``benchmarks/host_factors.py --parts rcu``)."""
     _with_rcu_normal(monkeypatch, tmp_path, value)
     ncpu = len(os.sched_getaffinity(0))
     with Sandbox() as sandbox:
