@@ -170,3 +170,36 @@ def test_a_used_cgroup_wakes_the_pool_only_when_ready_ones_run_low() -> None:
         assert not any(cg.destroyed.is_set() for cg in used)
     finally:
         pool.close()
+
+
+class _GatedBackend(FakeBackend):
+    """Makes cgroups only while ``gate`` is set: a creation the kernel holds up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.waiting = threading.Event()
+
+    def create(self, limits: CgroupLimits) -> FakeCgroup:
+        self.waiting.set()
+        self.gate.wait(10)
+        return super().create(limits)
+
+
+def test_the_pool_is_settled_only_when_its_thread_waits_with_nothing_to_do() -> None:
+    """``settled`` is what a count of the process's descriptors waits for: a cgroup half
+    made (its creation held up in the kernel) holds descriptors no list of the pool shows."""
+    backend = _GatedBackend()
+    pool = CgroupPool(backend, CgroupLimits(memory_bytes=MiB, pids=8), spare=2)  # type: ignore[arg-type]
+    try:
+        assert backend.waiting.wait(5)
+        time.sleep(0.2)
+        assert not pool.settled()  # held up in the first creation, nothing ready yet
+        backend.gate.set()
+        assert _wait(pool.settled)
+        assert len(pool._ready) == pool.keep
+        pool.release(FakeCgroup("used", True), reuse=False)  # type: ignore[arg-type]
+        assert _wait(pool.settled)
+    finally:
+        backend.gate.set()
+        pool.close()

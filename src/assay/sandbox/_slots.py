@@ -237,6 +237,7 @@ class CgroupPool:
         self._cv = threading.Condition()
         self._closed = False
         self._stuck: list[RunCgroup] = []  # busy at removal; retried
+        self._busy = True  # the thread is between two waits (making, checking, removing)
         self._thread = threading.Thread(target=self._work, daemon=True, name="assay-cgroups")
         self._thread.start()
 
@@ -284,7 +285,9 @@ class CgroupPool:
                     and len(self._ready) >= self.spare
                     and not retry
                 ):
+                    self._busy = False
                     self._cv.wait(1.0)
+                self._busy = True
                 if self._closed:
                     return
                 todo = list(self._dispose)
@@ -312,6 +315,12 @@ class CgroupPool:
             if retry:
                 with self._cv:
                     self._cv.wait(0.05)
+
+    def settled(self) -> bool:
+        """Whether the thread waits with nothing to do: no cgroup half made, checked or
+        removed (each holds descriptors while it is; for tests and diagnostics)."""
+        with self._cv:
+            return not self._busy and not self._dispose and not self._recycle
 
     @staticmethod
     def _reusable(cg: RunCgroup) -> bool:
