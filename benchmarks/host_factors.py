@@ -36,26 +36,24 @@ import assay
 from assay.sandbox import open_sandbox
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sandbox_overhead import LIMITS, _throughput
+from sandbox_overhead import _throughput, sandboxed_print
 
 RCU_NORMAL = "/sys/kernel/rcu_normal"
 PYTHON = "/usr/bin/python3"
 
 
-def _sandboxed(runner: assay.Runner) -> Callable[[], None]:
-    def run() -> None:
-        r = runner.run("print(1)", "python", b"", LIMITS)
-        assert r.status == "ok" and r.stdout == b"1\n", r
-
+def _warm(runner: assay.Runner) -> Callable[[], None]:
+    """``runner``'s slots started and 30 runs done: its timed ``print(1)`` run."""
+    runner.sandbox.warm_up()
+    run = sandboxed_print(runner)
+    for _ in range(30):
+        run()
     return run
 
 
 def _one_client(ready: mp.Queue, go: mp.Event, runs: int) -> None:  # type: ignore[type-arg]
     with assay.Runner(config=assay.SandboxConfig(python=PYTHON)) as runner:
-        runner.sandbox.warm_up()
-        run = _sandboxed(runner)
-        for _ in range(30):
-            run()
+        run = _warm(runner)
         ready.put("ready")
         go.wait()
         t = time.perf_counter()
@@ -85,11 +83,7 @@ def clients_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     threads, processes = [], []
     for i in range(rounds):
         with assay.Runner(config=assay.SandboxConfig(python=PYTHON)) as runner:
-            runner.sandbox.warm_up()
-            run = _sandboxed(runner)
-            for _ in range(30):
-                run()
-            threads.append(_throughput(run, runs, clients))
+            threads.append(_throughput(_warm(runner), runs, clients))
         processes.append(_processes(clients, runs))
         print(
             f"round {i + 1}: {clients} threads of one process {threads[-1]:.1f} runs/s, "
@@ -118,21 +112,22 @@ def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
             fh.write(value)
 
     config = assay.SandboxConfig(python=PYTHON)
-    cases = (("expedited", "0", None), ("rcu_normal", "1", None), ("rcu_normal_small_pool", "1", 0))
+    # (name, knob, whether the pool is the default host's: the size "expedited" got)
+    cases = (
+        ("expedited", "0", False),
+        ("rcu_normal", "1", False),
+        ("rcu_normal_small_pool", "1", True),
+    )
     out: dict[str, list[float]] = {name: [] for name, _, _ in cases}
     pools: dict[str, int] = {}
     try:
         for i in range(rounds):
-            for name, value, pool in cases:
+            for name, value, small in cases:
                 knob(value)
-                size = pools.get("expedited") if pool == 0 else None
+                size = pools["expedited"] if small else None
                 with assay.Runner(open_sandbox(config, pool_size=size)) as runner:
                     pools[name] = runner.sandbox.pool_size
-                    runner.sandbox.warm_up()
-                    run = _sandboxed(runner)
-                    for _ in range(30):
-                        run()
-                    out[name].append(_throughput(run, runs, clients))
+                    out[name].append(_throughput(_warm(runner), runs, clients))
             print(
                 f"round {i + 1}: "
                 + ", ".join(

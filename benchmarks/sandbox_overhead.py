@@ -59,15 +59,21 @@ def print_one(python: str) -> tuple[assay.Runner, Callable[[], None], Callable[[
     runner = assay.Runner(config=assay.SandboxConfig(python=python))
     runner.sandbox.warm_up()
 
-    def sandboxed() -> None:
-        r = runner.run("print(1)", "python", b"", LIMITS)
-        assert r.status == "ok" and r.stdout == b"1\n", r
-
     def bare() -> None:
         r = subprocess.run([python, "-c", "print(1)"], capture_output=True, check=False)
         assert r.stdout == b"1\n"
 
-    return runner, sandboxed, bare
+    return runner, sandboxed_print(runner), bare
+
+
+def sandboxed_print(runner: assay.Runner) -> Callable[[], None]:
+    """One sandboxed ``print(1)`` on ``runner``, checked."""
+
+    def sandboxed() -> None:
+        r = runner.run("print(1)", "python", b"", LIMITS)
+        assert r.status == "ok" and r.stdout == b"1\n", r
+
+    return sandboxed
 
 
 def main() -> None:
