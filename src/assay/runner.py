@@ -160,6 +160,12 @@ class Runner:
         return self.sandbox.execute(request)
 
     @property
+    def serves_companions(self) -> bool:
+        """Whether a request's ``companion`` is served by the thread that runs it (the default
+        tier); otherwise the caller serves it from a thread of its own."""
+        return bool(getattr(self.sandbox, "serves_companions", False))
+
+    @property
     def bytecode_magic(self) -> str | None:
         """The sandbox interpreter's bytecode magic number (hex), once its fork server has
         reported it, else None: trusted scripts may be sent compiled when it equals ours."""

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from assay import Limits, Runner
-from assay.judge import Judge, Problem, Submission, TestCase
+from assay.judge import Judge, Problem, Submission, TestCase, _background, calls
 
 
 def _call(fn: str, args: list[object], expected: object, **options: object) -> TestCase:
@@ -331,3 +331,63 @@ def test_a_generator_that_never_ends_is_answered(judge: Judge) -> None:
     problem = Problem("forever", [_call("gen", [], [1, 1])], limits=Limits(time_s=10))
     j = judge.judge(Submission(problem, "def gen():\n    while True:\n        yield 1\n"))
     assert j.verdict == "wrong_answer", j.reason
+
+
+@pytest.fixture(params=["supervising thread", "own thread"])
+def channel_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways the call channel is served: by the thread that supervises the run (the
+    default tier; no background thread may be started), or, for a tier that serves no
+    companion (gVisor's), by the judging thread while the run goes on in the background."""
+    if request.param == "supervising thread":
+
+        def no_thread(fn: object) -> None:
+            raise AssertionError("the default tier's call run needs no background thread")
+
+        monkeypatch.setattr(_background, "start", no_thread)
+    else:
+        monkeypatch.setattr(Runner, "serves_companions", property(lambda self: False))
+    return str(request.param)
+
+
+def test_both_channel_paths_judge_alike(judge: Judge, channel_path: str) -> None:
+    j = judge.judge(Submission(SQUARES, "def sq(x):\n    return x * x\n"))
+    assert (j.verdict, j.passed) == ("accepted", 3)
+    j = judge.judge(
+        Submission(
+            SQUARES,
+            "def sq(x):\n    if x < 0: raise ValueError('neg')\n    return x * x + (x == 3)\n",
+        )
+    )
+    assert [t.verdict for t in j.tests] == ["accepted", "wrong_answer", "runtime_error"]
+    problem = Problem("ff", [_call("f", [1], 1), _call("f", [2], 2)], limits=Limits(time_s=2))
+    t0 = time.monotonic()
+    j = judge.judge(Submission(problem, WRONG_THEN_LOOP), stop_on_failure=True)
+    assert time.monotonic() - t0 < 1.5  # the looping call was stopped
+    assert [t.verdict for t in j.tests] == ["wrong_answer"]
+    big = "x" * 65536
+    echo = Problem(
+        "echo", [_call("echo", [big + str(i)], big + str(i)) for i in range(40)], Limits(time_s=20)
+    )
+    j = judge.judge(Submission(echo, "def echo(s):\n    return s\n"))
+    assert (j.verdict, j.passed) == ("accepted", 40), j.reason
+    exits = judge.judge(Submission(SQUARES, "import os\nos._exit(0)\n"))
+    assert [t.verdict for t in exits.tests] == ["runtime_error"] * 3
+
+
+def test_an_error_while_grading_stops_the_run_and_is_raised(
+    runner: Runner, channel_path: str
+) -> None:
+    """An exception from ``keep_going`` (the grading) ends the channel, stops the program's
+    later call that loops, and reaches the caller: it is never mistaken for a verdict."""
+
+    def boom(i: int, reply: calls.Reply) -> bool:
+        raise KeyError("grading failed")
+
+    t0 = time.monotonic()
+    with pytest.raises(KeyError, match="grading failed"):
+        calls.call_values(
+            runner, WRONG_THEN_LOOP.encode(), [("f", [1]), ("f", [2])], Limits(time_s=3), boom
+        )
+    assert time.monotonic() - t0 < 2  # not the 3 s of the loop
+    ok = runner.run("print(1)")  # the slot it ran in was released, the sandbox still works
+    assert ok.status == "ok", ok

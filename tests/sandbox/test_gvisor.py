@@ -273,3 +273,19 @@ def _parent(pid: int) -> int:
             return int(fh.read().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return -1
+
+
+def test_a_companion_is_refused_naming_the_field(gvisor: Runner) -> None:
+    """Its runs are supervised in its own server, which cannot poll the caller's
+    descriptors: a request with a companion is a caller's mistake (the judge serves its call
+    channel from its own thread here: ``Runner.serves_companions`` is False), and the fds
+    handed to the run are closed all the same."""
+    assert gvisor.serves_companions is False
+    host, inside = socket.socketpair()
+    fd = inside.detach()
+    req = RunRequest("python", ["/work/main.py"], [("main.py", b"", 0o644)], pass_fds=(fd,))
+    with pytest.raises(ValidationError, match="companion"):
+        gvisor.execute(replace(req, companion=object()))  # type: ignore[arg-type]
+    host.settimeout(5)
+    assert host.recv(1) == b""  # its other end is closed: nothing holds it
+    host.close()

@@ -3,9 +3,14 @@ init's exit record, and output is captured whole and in order whenever it is wri
 
 from __future__ import annotations
 
+import math
 import os
 import select
+import signal
+import socket
 import stat
+import threading
+import time
 import types
 from typing import Any
 
@@ -81,3 +86,59 @@ def test_output_written_before_and_after_the_pipes_are_watched_stays_in_order(
     result = runner.run(code, limits=Limits(time_s=5))
     assert result.status == "ok", result
     assert result.stdout == b"".join(f"{i} {'x' * 20000}\n".encode() for i in range(6))
+
+
+class _Recorder:
+    """A companion on one end of a socketpair: records what it reads and on which thread,
+    and asks for the run to be stopped 0.1 s after the program's first line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self.stop_at = math.inf
+        self.data = b""
+        self.threads: set[int] = set()
+        self.finished = 0
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def events(self) -> int:
+        return select.POLLIN if self.sock.fileno() >= 0 else 0
+
+    def ready(self, mask: int) -> None:
+        self.threads.add(threading.get_ident())
+        self.data += self.sock.recv(1 << 16)
+        if b"\n" in self.data and self.stop_at == math.inf:
+            self.stop_at = time.monotonic() + 0.1
+
+    def finish(self) -> None:
+        self.finished += 1
+        self.sock.close()
+
+
+def test_a_companion_is_served_by_the_supervising_thread_and_can_stop_the_run(
+    runner: Runner,
+) -> None:
+    """RunRequest.companion: polled with the run's own descriptors on the thread that
+    supervises it (the judge's call channel needs no thread of its own), finished once when
+    the run is over, and its ``stop_at`` ends a run that is still going."""
+    host, inside = socket.socketpair()
+    companion = _Recorder(host)
+    code = "import os\nos.write(3, b'ready\\n')\nwhile True:\n    pass\n"
+    req = _run.RunRequest(
+        "python",
+        ["/work/main.py"],
+        [("main.py", code.encode(), 0o644)],
+        limits=Limits(time_s=5),
+        pass_fds=(inside.detach(),),
+        companion=companion,
+    )
+    t0 = time.monotonic()
+    result = runner.execute(req)
+    took = time.monotonic() - t0
+    assert (result.status, result.signal) == ("runtime_error", signal.SIGKILL), result
+    assert took < 3, took  # stopped, long before its 5 s of CPU
+    assert companion.data == b"ready\n"
+    assert companion.threads == {threading.get_ident()}
+    assert companion.finished == 1

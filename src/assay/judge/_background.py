@@ -93,7 +93,12 @@ def outcome(task: Task[ExecResult]) -> ExecResult:
     task.wait()
     if task.value is not None:
         return task.value
-    why = f"internal error: {task.error!r}" if task.error is not None else "no result"
+    return failed(task.error)
+
+
+def failed(error: BaseException | None) -> ExecResult:
+    """The result of a run whose call raised ``error`` (or returned nothing): our fault."""
+    why = f"internal error: {error!r}" if error is not None else "no result"
     return ExecResult(status="sandbox_error", stderr=why.encode()[:2000])
 
 

@@ -16,6 +16,7 @@ from importlib import resources
 from importlib.util import MAGIC_NUMBER
 
 from ..runner import Runner, RunRequest
+from ..sandbox import Companion
 from ..types import Limits, Network
 
 _PKG = resources.files("assay.judge._inside")
@@ -76,9 +77,11 @@ def call_server(
     channel: int,
     stop_fd: int = -1,
     network: Network = "none",
+    companion: Companion | None = None,
 ) -> RunRequest:
     """The sandbox run that loads submission ``code`` and answers calls on fd 3, which is
-    ``channel`` (given to the run); writing to ``stop_fd`` kills it early."""
+    ``channel`` (given to the run); writing to ``stop_fd`` kills it early; ``companion``
+    (the other end of the channel) is served by the thread that supervises the run."""
     main, files = script(runner, CALLSERVER, "_assay_callserver")
     return RunRequest(
         "python",
@@ -88,4 +91,5 @@ def call_server(
         pass_fds=(channel,),
         stop_fd=stop_fd,
         network=network,
+        companion=companion,
     )

@@ -8,9 +8,11 @@ expected values never enter the sandbox and no object the submission built is ev
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -53,43 +55,75 @@ def call_values(
     ``keep_going`` says stop before the last reply, the channel is closed; a program still
     busy with a later call :data:`_STOP_GRACE_S` on is killed (the run's result is then
     that of a killed program), so a later call that loops costs no time limit.
+
+    The channel is served by the thread that supervises the run (the default tier: one
+    thread per sample, no hand-offs between two), else by this one while the run goes on
+    in the background.
     """
     requests = [
         (json.dumps({"fn": fn, "args": [values.encode(a) for a in args]}) + "\n").encode()
         for fn, args in calls
     ]
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    first = 1 if keep_going is not None else len(requests)
+    channel = _Channel(host, requests, first, keep_going)
+    try:
+        if runner.serves_companions:
+            req = _trusted.call_server(
+                runner, code, limits, inside.detach(), network=network, companion=channel
+            )
+            with tracing.span("assay.run", {"assay.test_kind": "call"}):
+                try:
+                    result = runner.execute(req)
+                except Exception as exc:  # our fault, as from a background run
+                    result = _background.failed(exc)
+        else:
+            result = _served_here(runner, code, limits, inside, channel, network)
+    finally:
+        channel.close()
+    if channel.error is not None:
+        raise channel.error
+    return channel.replies, result
+
+
+def _served_here(
+    runner: Runner,
+    code: bytes,
+    limits: Limits,
+    inside: socket.socket,
+    channel: _Channel,
+    network: Network,
+) -> ExecResult:
+    """The run on a background thread, its channel served on this one until it is done,
+    the run has ended, or this thread is interrupted (the run is then stopped)."""
     stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
     req = _trusted.call_server(runner, code, limits, inside.detach(), stop_r, network)
     run = tracing.in_thread("assay.run", lambda: runner.execute(req), {"assay.test_kind": "call"})
     worker = _background.start(run)
-    replies: list[Reply] = []
-    link = _Link(host, worker)
-    first = 1 if keep_going is not None else len(requests)
-    link.send(b"".join(requests[:first]))
-    stop = False
     try:
-        while len(replies) < len(calls):
-            line = link.line()
-            if line is None:
-                break
-            replies.append(_parse(line))
-            if keep_going is not None and not keep_going(len(replies) - 1, replies[-1]):
-                stop = len(replies) < len(calls)  # after the last reply the program just ends
-                break
-            if len(replies) == first:
-                link.send(b"".join(requests[first:]))
+        # poll, not select: a busy process's descriptors pass 1024, which select refuses.
+        poller = select.poll()
+        while channel.events():
+            poller.register(channel.fileno(), channel.events())
+            events = poller.poll(50)
+            poller.unregister(channel.fileno())
+            if events:
+                channel.ready(events[0][1])
+            elif worker.done():
+                channel.finish()
     except BaseException:
-        stop = True
+        channel.stop_at = time.monotonic()
         raise
     finally:
-        host.close()
-        if stop and not worker.wait(_STOP_GRACE_S):
+        channel.close()
+        if channel.stop_at < math.inf and not worker.wait(
+            max(0.0, channel.stop_at - time.monotonic())
+        ):
             os.write(stop_w, b"x")
         result = _background.outcome(worker)
         os.close(stop_r)
         os.close(stop_w)
-    return replies, result
+    return result
 
 
 def _parse(line: bytes) -> Reply:
@@ -229,21 +263,67 @@ def _tail(result: ExecResult) -> str:
     return result.stderr.decode(errors="replace")[-500:] or "the submission's process is gone"
 
 
-class _Link:
-    """The trusted end of the call channel: sends requests as the server takes them and
-    returns its reply lines; None once the sandbox is gone (or sent too much)."""
+class _Channel:
+    """The trusted end of the call channel (a :class:`~assay.sandbox.Companion`), driven by
+    poll events: requests go out as the server takes them, replies are parsed as they come
+    and shown to ``keep_going``. It is done once every reply is in, the server is gone or
+    sent a line of over :data:`_MAX_REPLY` bytes, or ``keep_going`` said stop before the
+    last reply: then the run is stopped if it still goes :data:`_STOP_GRACE_S` later.
+    An exception from ``keep_going`` ends it the same way and is kept in ``error``."""
 
-    def __init__(self, sock: socket.socket, worker: _background.Task[ExecResult]) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        requests: list[bytes],
+        first: int,
+        keep_going: Callable[[int, Reply], bool] | None,
+    ) -> None:
         sock.setblocking(False)
         self.sock = sock
-        self.worker = worker
-        self.out = memoryview(b"")
+        self.requests = requests
+        self.first = first
+        self.keep_going = keep_going
+        self.replies: list[Reply] = []
+        self.error: BaseException | None = None
+        self.stop_at = math.inf
+        self.out = memoryview(b"".join(requests[:first]))
         self.buf = b""
-
-    def send(self, data: bytes) -> None:
-        """Send what the socket takes now; the rest goes out while :meth:`line` waits."""
-        self.out = memoryview(bytes(self.out) + data) if self.out else memoryview(data)
         self._push()
+
+    def fileno(self) -> int:
+        return self.sock.fileno()  # -1 once closed
+
+    def events(self) -> int:
+        if self.sock.fileno() < 0:
+            return 0
+        return select.POLLIN | (select.POLLOUT if self.out else 0)
+
+    def ready(self, mask: int) -> None:
+        try:
+            if mask & select.POLLOUT:
+                self._push()
+            if mask & (select.POLLIN | select.POLLHUP | select.POLLERR):
+                self._read()
+        except BaseException as exc:  # from keep_going: the caller raises it after the run
+            self.error = exc
+            self._stop()
+
+    def finish(self) -> None:
+        """The run is over: take the replies it left, without waiting, and close."""
+        try:
+            while self.sock.fileno() >= 0 and self._read():
+                pass
+        except BaseException as exc:
+            self.error = exc
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _stop(self) -> None:
+        if self.sock.fileno() >= 0:
+            self.close()
+            self.stop_at = time.monotonic() + _STOP_GRACE_S
 
     def _push(self) -> None:
         try:
@@ -253,30 +333,33 @@ class _Link:
         except OSError:  # the server is gone: only its replies so far count
             self.out = memoryview(b"")
 
-    def line(self) -> bytes | None:
-        while b"\n" not in self.buf:
-            if len(self.buf) > _MAX_REPLY:
-                return None
-            # poll, not select: a busy process's descriptors pass 1024, which select refuses.
-            poller = select.poll()
-            poller.register(self.sock, select.POLLIN | (select.POLLOUT if self.out else 0))
-            events = poller.poll(50)
-            mask = events[0][1] if events else 0
-            readable = bool(mask & (select.POLLIN | select.POLLHUP | select.POLLERR))
-            writable = bool(mask & select.POLLOUT)
-            if writable:
+    def _read(self) -> bool:
+        """Take what the socket holds now; False when there was nothing (or it is done)."""
+        try:
+            chunk = self.sock.recv(1 << 16)
+        except BlockingIOError:
+            return False
+        except OSError:  # the server died with our request unread
+            self.close()
+            return False
+        if not chunk:
+            self.close()
+            return False
+        self.buf += chunk
+        while self.sock.fileno() >= 0 and b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self.replies.append(_parse(line))
+            n = len(self.replies)
+            if self.keep_going is not None and not self.keep_going(n - 1, self.replies[-1]):
+                if n < len(self.requests):
+                    self._stop()
+                else:  # after the last reply the program just ends
+                    self.close()
+            elif n == len(self.requests):
+                self.close()
+            elif n == self.first:
+                self.out = memoryview(bytes(self.out) + b"".join(self.requests[self.first :]))
                 self._push()
-            if readable:
-                try:
-                    chunk = self.sock.recv(1 << 16)
-                except BlockingIOError:
-                    continue
-                except OSError:  # the server died with our request unread
-                    return None
-                if not chunk:
-                    return None
-                self.buf += chunk
-            elif not writable and self.worker.done():
-                return None
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line
+        if len(self.buf) > _MAX_REPLY:
+            self.close()
+        return True

@@ -1,6 +1,6 @@
 """The sandbox layer: the only code that touches namespaces, cgroups, seccomp and mounts."""
 
-from ._run import RunRequest
+from ._run import Companion, RunRequest
 from .config import ISOLATIONS, SandboxConfig, check_isolation
 from .gvisor import GVisorSandbox
 from .probe import HostReport, probe_host
@@ -20,6 +20,7 @@ def open_sandbox(
 __all__ = [
     "COLLECT_MAX_BYTES",
     "ISOLATIONS",
+    "Companion",
     "GVisorSandbox",
     "HostReport",
     "RunRequest",

@@ -11,7 +11,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from .. import defaults
 from ..types import ExecResult, Limits, Network, Status
@@ -23,6 +23,29 @@ Mode = Literal["python", "exec"]
 KillReason = Literal["time", "wall", "output", "memory", "stopped"]
 #: How long the slot's init may take to obey a kill order before the slot is destroyed.
 KILL_GRACE_S = 2.0
+
+
+class Companion(Protocol):
+    """A caller's descriptor served by the thread that supervises a run (the trusted end of
+    a call channel): it is polled with the run's own, so the caller needs no second thread
+    and the two no hand-offs. A :class:`Sandbox` serves it (``serves_companions``).
+
+    ``fileno()`` and ``events()``: what to poll now (an fd below 0 or no events: nothing,
+    for good or until the next round); ``ready(mask)`` takes what poll saw without blocking
+    and never raises; ``stop_at``: the monotonic time after which a run still going is
+    stopped (``inf``: never); ``finish()``: called once the run is over, to take what the
+    program left without waiting.
+    """
+
+    stop_at: float
+
+    def fileno(self) -> int: ...
+
+    def events(self) -> int: ...
+
+    def ready(self, mask: int) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,9 @@ class RunRequest:
     #: namespace gets ``lo`` up, so 127.0.0.1 and ::1 reach the run's own servers and
     #: nothing else (no other interface exists in it; an agent session's servers).
     network: Network = "none"
+    #: Served by the run's supervising thread alongside the run (see :class:`Companion`);
+    #: only a backend with ``serves_companions`` takes one.
+    companion: Companion | None = None
 
 
 @dataclass
@@ -185,6 +211,24 @@ class Supervision:
             poller.unregister(fd)
             del watched[fd]
 
+        comp = self.req.companion
+        comp_fd, comp_events = -1, 0
+
+        def serve_companion(active: bool) -> None:
+            """Poll the companion's fd for what it wants now (nothing once the run is over)."""
+            nonlocal comp_fd, comp_events
+            assert comp is not None
+            fd = comp.fileno() if active else -1
+            events = comp.events() if fd >= 0 else 0
+            if (fd, events) == (comp_fd, comp_events):
+                return
+            if comp_fd >= 0:
+                forget(comp_fd)
+            comp_fd, comp_events = (fd, events) if events else (-1, 0)
+            if events:
+                watched[fd] = "companion"
+                poller.register(fd, events)
+
         finished = False
         next_cpu_check = self.started
         # The default wall limit is only a backstop against sleepers: a program that is
@@ -204,6 +248,10 @@ class Supervision:
         try:
             while not finished or not (self.out.eof and self.err.eof):
                 now = time.monotonic()
+                if comp is not None:
+                    serve_companion(not finished)
+                    if not finished and now >= comp.stop_at:
+                        stop("stopped")
                 if not pipes and (finished or now >= pipes_at):
                     pipes = True
                     for fd, capture in ((out_fd, self.out), (err_fd, self.err)):
@@ -234,13 +282,19 @@ class Supervision:
                         timeout = min(timeout, defaults.CPU_POLL_MAX_S)
                     if not pipes:
                         timeout = max(0.0005, min(timeout, pipes_at - now))
+                    if comp is not None and comp.stop_at < math.inf:
+                        timeout = max(0.0005, min(timeout, comp.stop_at - now))
                 events = poller.poll(math.ceil(timeout * 1000))
                 if not events and finished and time.monotonic() - self.started > wall_limit + 30:
                     self.error = self.error or "output pipes stayed open after the run ended"
                     break
-                for fd, _mask in events:
+                for fd, mask in events:
                     what = watched.get(fd)
                     if what is None:
+                        continue
+                    if what == "companion":
+                        assert comp is not None
+                        comp.ready(mask)
                         continue
                     if what == "stop":
                         forget(fd)
@@ -266,6 +320,8 @@ class Supervision:
         finally:
             for fd in list(watched):
                 poller.unregister(fd)
+            if comp is not None:
+                comp.finish()
         self._program_messages(req_sock)
         return self._result()
 

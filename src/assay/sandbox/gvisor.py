@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import defaults
-from ..errors import SandboxError
+from ..errors import SandboxError, ValidationError
 from ..types import ExecResult
 from ._gvcontainer import Container
 from ._gvisor_wire import Stopped, server_program
@@ -284,6 +284,8 @@ class GVisorSandbox:
         default tier's ValidationError. ``pass_fds`` reach the program as 3, 4, ... through
         a relay (a Unix socket per fd, connected by the exec server before the fork)."""
         try:
+            if req.companion is not None:  # its runs are supervised elsewhere: see Sandbox
+                raise ValidationError("companion", "the gVisor tier serves no companion")
             files, collect = validate_request(req)
             req = replace(req, files=files, collect=collect)
             container = self._take()

@@ -94,6 +94,9 @@ class Sandbox:
     ...     sb.execute(RunRequest("python", ["/work/main.py"], [("main.py", b"print(1)", 0o644)]))
     """
 
+    #: A run's ``companion`` is polled by the thread that supervises it (``_run.Supervision``).
+    serves_companions = True
+
     def __init__(self, config: SandboxConfig | None = None, pool_size: int | None = None) -> None:
         self.config = config or SandboxConfig()
         self.report: HostReport = probe_host(self.config)
