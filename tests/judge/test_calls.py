@@ -391,3 +391,17 @@ def test_an_error_while_grading_stops_the_run_and_is_raised(
     assert time.monotonic() - t0 < 2  # not the 3 s of the loop
     ok = runner.run("print(1)")  # the slot it ran in was released, the sandbox still works
     assert ok.status == "ok", ok
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"\xff\xfe{}\n", b'{"ok": 4}\x00\n', b"[4]\n", b'"\xe9"\n'],
+    ids=["not utf-8", "trailing nul", "not an object", "latin-1 string"],
+)
+def test_a_reply_the_program_forges_is_a_wrong_answer(judge: Judge, reply: bytes) -> None:
+    """The program can write to the channel itself: a line that is not a UTF-8 JSON object
+    is a malformed reply (wrong answer), never a crash of the judge nor a pass."""
+    code = f"import os\nos.write(3, {reply!r})\ndef sq(x):\n    return x * x\n"
+    j = judge.judge(Submission(SQUARES, code))
+    assert j.tests[0].verdict == "wrong_answer", j.tests[0]
+    assert "malformed reply" in j.tests[0].message

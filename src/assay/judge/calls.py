@@ -128,7 +128,7 @@ def _served_here(
 
 def _parse(line: bytes) -> Reply:
     try:
-        msg = json.loads(line)
+        msg = json.loads(line.decode())  # UTF-8 only (UnicodeDecodeError is a ValueError)
     except ValueError:
         return False, "malformed reply"
     if not isinstance(msg, dict):

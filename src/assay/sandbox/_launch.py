@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from typing import NamedTuple
@@ -97,6 +98,9 @@ def _build(cc: str, directory: str, name: str, variants: list[list[str]]) -> str
             os.unlink(tmp)
 
 
+_FS_ENCODING = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
 def encode_spec(
     mode: str,
     argv: list[str],
@@ -110,7 +114,10 @@ def encode_spec(
     tokens: list[bytes] = [mode.encode(), str(len(argv)).encode()]
     tokens += [os.fsencode(a) for a in argv]
     tokens.append(str(len(env)).encode())
-    tokens += [os.fsencode(f"{k}={v}") for k, v in env.items()]
+    # What ``os.fsencode`` makes of a str (these always are), without its Python-level call
+    # for each of the ~10 variables of every run.
+    enc, errors = _FS_ENCODING
+    tokens += [f"{k}={v}".encode(enc, errors) for k, v in env.items()]
     tokens += [str(int(v)).encode() for v in rlimits]
     tokens.append(str(len(files)).encode())
     for path, content, fmode in files:

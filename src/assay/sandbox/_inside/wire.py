@@ -48,7 +48,8 @@ def recv(sock: socket.socket, flags: int = 0) -> tuple[dict[str, Any] | None, li
     data, fds, truncated = _recvmsg(sock, flags)
     if truncated:
         raise ValueError("truncated control message")
-    return (json.loads(data) if data else None), fds
+    # Decoded first: ``json.loads`` of bytes guesses their encoding (UTF-8 is all we send).
+    return (json.loads(data.decode()) if data else None), fds
 
 
 def send_raw(sock: socket.socket, data: bytes, fds: list[int] | tuple[int, ...] = ()) -> None:
