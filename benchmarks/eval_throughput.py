@@ -20,8 +20,9 @@ the ratio that floor alone allows, then judges and runs again, on their own, the
 that finished on both sides (the ratio of the judging itself).
 
 The trusted process's CPU per sample is printed in all and by thread: the executor's
-workers (judging), the sandbox runs' dispatch and supervision, the slots' arming, the
-cgroup pool, and the rest.
+workers (judging, and the dispatch and supervision of a call test's run, which the worker
+serves itself), the background runs' dispatch and supervision (a script test's two), the
+slots' arming, the cgroup pool, and the rest.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 #: The trusted process's threads by what they do, from their names' prefixes.
 ROLES = (
-    (WORKER_THREAD, "judging"),  # the executor's workers: queue, judge, grading, call channel
-    ("assay-run", "sandbox runs"),  # each run's dispatch and supervision (judge/_background)
+    # The executor's workers: queue, judge, grading, and a call test's run with its channel.
+    (WORKER_THREAD, "judging"),
+    ("assay-run", "sandbox runs"),  # background runs: a script test's (judge/_background)
     ("assay-arming", "slot arming"),  # idle slots' next program processes (sandbox.py)
     ("assay-cgroups", "cgroup pool"),  # cgroups checked, reset, made and removed (_slots.py)
 )
