@@ -1,13 +1,19 @@
 """Two source trees of Assay, alternately, on the same machine in the same minutes: warm
-sandboxed ``print(1)`` runs, their p50 at concurrency 1 and their throughput and machine time
-per run at concurrency = cores. For a change's effect on a host whose speed drifts between
-two runs of one script by more than the change (the rounds interleave, so drift hits both).
+sandboxed ``print(1)`` runs, their p50 at concurrency 1 and their throughput, machine time
+and trusted (this process's) CPU per run at concurrency = cores. For a change's effect on a
+host whose speed drifts between two runs of one script by more than the change (the rounds
+interleave, so drift hits both).
+
+``--work calls`` judges a real call-test sample instead of each run: HumanEval/0's
+reference (``../shared/corpora``), its 7 tests in one sandbox run of the call server, as
+``assay eval`` judges a sample.
 
 Each round starts a fresh process per tree, with ``PYTHONPATH=<tree>/src``; the figures are
 medians over the rounds. Ends with one JSON line.
 
     git archive OLD | tar -x -C /tmp/old && git archive NEW | tar -x -C /tmp/new
     .venv/bin/python benchmarks/compare_trees.py /tmp/old /tmp/new [--rounds 6] [--seconds 4]
+    .venv/bin/python benchmarks/compare_trees.py /tmp/old /tmp/new --work calls
 """
 
 from __future__ import annotations
@@ -29,6 +35,18 @@ sys.path.insert(0, sys.argv[1])
 from sandbox_overhead import print_one
 
 runner, sandboxed, _bare = print_one(sys.argv[3])
+if sys.argv[4] == "calls":
+    from pathlib import Path
+    from assay import formats
+    from assay.judge import Judge, Submission
+
+    data = Path(sys.argv[1]).parents[1] / "shared" / "corpora" / "humaneval" / "HumanEval.jsonl.gz"
+    problem = next(p for p in formats.load(data, "humaneval") if p.id == "HumanEval/0")
+    sample, judge = Submission(problem, problem.references[0]), Judge(runner)
+
+    def sandboxed():
+        judged = judge.judge(sample, stop_on_failure=True)
+        assert judged.verdict == "accepted", judged.reason
 for _ in range(100):
     sandboxed()
 lat = []
@@ -45,7 +63,7 @@ def busy():
 
 
 seconds, cores, n = float(sys.argv[2]), len(os.sched_getaffinity(0)), [0]
-b0, t0 = busy(), time.perf_counter()
+b0, t0, c0 = busy(), time.perf_counter(), time.process_time()
 
 
 def loop():
@@ -56,11 +74,12 @@ def loop():
 
 with ThreadPoolExecutor(cores) as pool:
     list(pool.map(lambda _: loop(), range(cores)))
-wall, ticks = time.perf_counter() - t0, busy() - b0
+wall, ticks, cpu = time.perf_counter() - t0, busy() - b0, time.process_time() - c0
 runner.close()
 print(json.dumps({
     "runs_per_s": n[0] / wall,
     "machine_ms_per_run": ticks / os.sysconf("SC_CLK_TCK") / n[0] * 1000,
+    "trusted_ms_per_run": cpu / n[0] * 1000,
     "p50_ms": sorted(lat)[150] * 1000,
 }))
 """
@@ -74,6 +93,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--seconds", type=float, default=4.0, help="throughput loop per round")
     ap.add_argument("--python", default="/usr/bin/python3", help="the sandbox's interpreter")
+    ap.add_argument(
+        "--work",
+        choices=("print", "calls"),
+        default="print",
+        help="each run: print(1), or a judged call-test sample (HumanEval/0's reference)",
+    )
     args = ap.parse_args()
     for tree in args.trees:
         if not (tree / "src" / "assay").is_dir():
@@ -83,7 +108,7 @@ def main() -> None:
     for r in range(args.rounds):
         for tree in args.trees:
             env = {**os.environ, "PYTHONPATH": str(tree.resolve() / "src")}
-            cmd = [sys.executable, "-c", _ROUND, here, str(args.seconds), args.python]
+            cmd = [sys.executable, "-c", _ROUND, here, str(args.seconds), args.python, args.work]
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if out.returncode:
                 raise SystemExit(f"{tree}: {out.stderr[-2000:]}")
@@ -91,17 +116,19 @@ def main() -> None:
             rows[str(tree)].append(row)
             print(
                 f"round {r + 1}  {tree!s:30} {row['runs_per_s']:7.1f} runs/s  "
-                f"{row['machine_ms_per_run']:5.2f} ms/run  p50 {row['p50_ms']:5.2f} ms",
+                f"{row['machine_ms_per_run']:5.2f} ms/run  trusted "
+                f"{row['trusted_ms_per_run']:5.3f} ms/run  p50 {row['p50_ms']:5.2f} ms",
                 flush=True,
             )
     result = {
-        tree: {k: round(statistics.median(x[k] for x in got), 2) for k in got[0]}
+        tree: {k: round(statistics.median(x[k] for x in got), 3) for k in got[0]}
         for tree, got in rows.items()
     }
     for tree, med in result.items():
         print(
             f"median   {tree:30} {med['runs_per_s']:7.1f} runs/s  "
-            f"{med['machine_ms_per_run']:5.2f} ms/run  p50 {med['p50_ms']:5.2f} ms"
+            f"{med['machine_ms_per_run']:5.2f} ms/run  trusted {med['trusted_ms_per_run']:5.3f} "
+            f"ms/run  p50 {med['p50_ms']:5.2f} ms"
         )
     print(json.dumps(result))
 
