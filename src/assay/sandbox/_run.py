@@ -230,7 +230,11 @@ class Supervision:
                 poller.register(fd, events)
 
         finished = False
-        next_cpu_check = self.started
+        # The counters were zeroed when the slot was armed, and the armed process waits
+        # without computing: the first reading would be ~0, so it is not taken.
+        next_cpu_check = self.started + run_status.cpu_check_after(
+            0.0, limits.time_s, self.ncpu, 0.002, self.req.cpu_poll_s
+        )
         # The default wall limit is only a backstop against sleepers: a program that is
         # still computing when it fires (slowed by a busy machine) gets more wall time, up
         # to status.WALL_STRETCH times the limit, so load cannot turn into a verdict. An explicit
@@ -373,7 +377,8 @@ class Supervision:
                 return
             if msg.get("kind") == "running":
                 self.running = True
-            elif msg.get("kind") == "error" and not self.running:
+                return  # its last word: nothing it sends after it is read
+            if msg.get("kind") == "error" and not self.running:
                 self.setup_error = str(msg.get("message", ""))
 
     def _on_slot_message(self, sock: socket.socket) -> bool:
