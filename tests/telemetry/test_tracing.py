@@ -105,12 +105,13 @@ def test_otlp_endpoint_turns_tracing_on_from_the_environment(
         tracing.configure_tracing(None)
 
 
-def test_call_and_script_tests_run_on_background_threads_nest_under_their_job(
+def test_call_and_script_test_runs_nest_under_their_job(
     runner,  # type: ignore[no-untyped-def]
     exporter: InMemorySpanExporter,
 ) -> None:
-    """The judge runs a call test's program, and a script test's program and harness, on its
-    background threads; their runs are still children of the job, with the test kind."""
+    """The judge runs a call test's program on the job's thread (its supervisor serves the
+    channel) and a script test's program and harness on its background threads; every run
+    is a child of the job, with the test kind."""
     calls = Problem(
         "double",
         [

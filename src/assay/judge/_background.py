@@ -1,7 +1,8 @@
 """Sandbox runs started in the background, on reused daemon threads.
 
-A judged sample runs its sandbox in the background while the judge talks to the program
-(``calls``) or reads the harness's reports (``scripts``). Starting a thread for each run costs
+A judged sample runs its sandbox in the background while the judge reads the harness's
+reports (``scripts``), or talks to the program (``calls``) on a tier whose supervisor does
+not serve the call channel itself (gVisor's; the default tier does, on the judging thread). Starting a thread for each run costs
 more than the run's whole dispatch (clone, a new stack, thread state, exit); the threads here
 wait for the next run instead. They are daemons, as a run always ends (its limits), and a
 forked child starts with none.
