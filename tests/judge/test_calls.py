@@ -395,8 +395,8 @@ def test_an_error_while_grading_stops_the_run_and_is_raised(
 
 @pytest.mark.parametrize(
     "reply",
-    [b"\xff\xfe{}\n", b'{"ok": 4}\x00\n', b"[4]\n", b'"\xe9"\n'],
-    ids=["not utf-8", "trailing nul", "not an object", "latin-1 string"],
+    [b"\xff\xfe{}\n", b'{"ok": 4}\x00\n', b"[4]\n", b'"\xe9"\n', b"[" * 100_000 + b"\n"],
+    ids=["not utf-8", "trailing nul", "not an object", "latin-1 string", "nested too deep"],
 )
 def test_a_reply_the_program_forges_is_a_wrong_answer(judge: Judge, reply: bytes) -> None:
     """The program can write to the channel itself: a line that is not a UTF-8 JSON object

@@ -25,6 +25,8 @@ from ._group import TestGroup
 from .types import TestCase, TestResult, Verdict
 
 _MAX_REPLY = 64 << 20
+#: The most taken from the channel per read.
+_CHUNK = 1 << 18
 #: After a reply that ends the calls early, how long the program may take to end on its own
 #: (it has the requests sent ahead; those are cheap as a rule) before its run is killed.
 _STOP_GRACE_S = 0.05
@@ -126,11 +128,11 @@ def _served_here(
     return result
 
 
-def _parse(line: bytes) -> Reply:
+def _parse(line: bytes | bytearray) -> Reply:
     try:
         msg = json.loads(line.decode())  # UTF-8 only (UnicodeDecodeError is a ValueError)
-    except ValueError:
-        return False, "malformed reply"
+    except (ValueError, RecursionError):  # arrays nested past the parser's depth: the
+        return False, "malformed reply"  # program's doing, not an internal error
     if not isinstance(msg, dict):
         return False, "malformed reply"
     if "error" in msg:
@@ -287,7 +289,10 @@ class _Channel:
         self.error: BaseException | None = None
         self.stop_at = math.inf
         self.out = memoryview(b"".join(requests[:first]))
-        self.buf = b""
+        # Appended to and cut from the front in place, and searched for a line's end only in
+        # what arrived since: a reply of many chunks costs time linear in its size (joining
+        # bytes and searching all of them again per chunk made a 60 MiB reply ~14 s of CPU).
+        self.buf = bytearray()
         self._push()
 
     def fileno(self) -> int:
@@ -336,7 +341,7 @@ class _Channel:
     def _read(self) -> bool:
         """Take what the socket holds now; False when there was nothing (or it is done)."""
         try:
-            chunk = self.sock.recv(1 << 16)
+            chunk = self.sock.recv(_CHUNK)
         except BlockingIOError:
             return False
         except OSError:  # the server died with our request unread
@@ -345,9 +350,15 @@ class _Channel:
         if not chunk:
             self.close()
             return False
+        # What was here before holds no line's end (each is taken as it arrives).
+        end = chunk.find(b"\n")
+        if end >= 0:
+            end += len(self.buf)
         self.buf += chunk
-        while self.sock.fileno() >= 0 and b"\n" in self.buf:
-            line, self.buf = self.buf.split(b"\n", 1)
+        while end >= 0 and self.sock.fileno() >= 0:
+            line = self.buf[:end]
+            del self.buf[: end + 1]
+            end = self.buf.find(b"\n")
             self.replies.append(_parse(line))
             n = len(self.replies)
             if self.keep_going is not None and not self.keep_going(n - 1, self.replies[-1]):
