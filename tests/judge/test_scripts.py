@@ -95,3 +95,17 @@ def test_returned_iterators_keep_their_python_meaning_on_the_test_side(judge: Ju
     )
     j = judge.judge(Submission(problem, code))
     assert [t.verdict for t in j.tests] == ["wrong_answer"] + ["accepted"] * 4, j.reason
+
+
+def test_a_report_line_nested_past_the_parsers_depth_is_skipped() -> None:
+    """The trusted side reads the harness's report lines as untrusted data: a line the JSON
+    parser cannot descend (a RecursionError, not a ValueError) is skipped like any other
+    garbage, and the tests it does not report are judged from the runs' ends."""
+    from assay.judge import scripts
+    from assay.types import ExecResult
+
+    test = TestCase(kind="script", code="assert True\n")
+    done = ExecResult(status="ok", exit_code=0)
+    lines = [b"[" * 100_000, b'{"index": 0, "outcome": "passed"}', b'{"end": true}']
+    (result,) = scripts._grade([(0, test)], lines, done, done)
+    assert result.verdict == "accepted", result

@@ -65,6 +65,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("/get_reward", {"query": ["x"], "labels": []}, "labels"),
     ("/get_reward", {"query": ["x"], "labels": ["{not json"]}, "labels[0]"),
+    # Nested past the JSON parser's depth: a RecursionError, which was a 500.
+    ("/get_reward", {"query": ["x"], "labels": ["[" * 100_000]}, "labels[0]"),
+    (
+        "/submit",
+        {
+            "dataset": "d",
+            "id": 1,
+            "completion": "x",
+            "config": {"language": "python", "provided_data": {"test": "[" * 100_000}},
+        },
+        "config.provided_data.test",
+    ),
     ("/get_reward", {"query": ["x"], "labels": [{"inputs": [1]}]}, "labels[0]"),
     (
         "/submit",

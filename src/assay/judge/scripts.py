@@ -132,7 +132,7 @@ def _grade(
     for line in lines:
         try:
             msg = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             continue
         if isinstance(msg, dict) and msg.get("end"):
             ended = True

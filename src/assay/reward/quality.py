@@ -129,7 +129,7 @@ class QualityReward(Reward):
         try:
             diagnostics = json.loads(result.stdout)
             codes = [str(d.get("code") or "invalid-syntax") for d in diagnostics]
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, RecursionError) as exc:
             return RewardResult(None, f"unreadable ruff output: {exc}", {"quality": None})
         value = score(len(codes), text)
         summary = ", ".join(sorted(set(codes))) or "none"

@@ -245,6 +245,8 @@ def label_problem(label: Any, field: str, limits_: Limits) -> Problem:
             label = json.loads(label)
         except json.JSONDecodeError as exc:
             raise ValidationError(field, f"not valid JSON: {exc.msg}") from None
+        except RecursionError:  # the client's input, not a fault of the service
+            raise ValidationError(field, "not valid JSON: nested too deeply") from None
     if not isinstance(label, dict):
         raise ValidationError(field, "must be an object with 'inputs' and 'outputs'")
     try:

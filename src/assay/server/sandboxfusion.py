@@ -218,6 +218,8 @@ def _tests(row: dict[str, Any], limits: Limits) -> Problem:
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"{where}.test", f"not valid JSON: {exc.msg}") from None
+        except RecursionError:  # the client's input, not a fault of the service
+            raise ValidationError(f"{where}.test", "not valid JSON: nested too deeply") from None
     if isinstance(raw, dict):
         return _convert.label_problem(raw, f"{where}.test", limits)
     if not isinstance(raw, list) or not raw:

@@ -90,15 +90,17 @@ class Channel:
 
     def recv(self, timeout: float) -> tuple[dict[str, Any], bytes]:
         deadline = time.monotonic() + timeout
-        while (end := self._buf.find(b"\n")) < 0:
+        seen = 0  # the bytes before this hold no line's end: each is searched once
+        while (end := self._buf.find(b"\n", seen)) < 0:
             if len(self._buf) > MAX_LINE:
                 raise ChannelBroken("reply line too long")
+            seen = len(self._buf)
             self._fill(deadline)
         line = bytes(self._buf[:end])
         del self._buf[: end + 1]
         try:
             msg = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested past the parser's depth
             raise ChannelBroken(f"malformed reply: {exc}") from exc
         if not isinstance(msg, dict):
             raise ChannelBroken("malformed reply: not an object")
@@ -123,9 +125,11 @@ class Channel:
         loop = asyncio.get_running_loop()
         deadline = time.monotonic() + timeout
         fd = self.sock.fileno()
-        while (end := self._buf.find(b"\n")) < 0:
+        seen = 0  # the bytes before this hold no line's end: each is searched once
+        while (end := self._buf.find(b"\n", seen)) < 0:
             if len(self._buf) > MAX_LINE:
                 raise ChannelBroken("reply line too long")
+            seen = len(self._buf)
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ChannelBroken("no reply in time")
@@ -164,7 +168,7 @@ def _nbytes(line: bytes) -> int | None:
     then says what is wrong with it)."""
     try:
         size = json.loads(line).get("nbytes", 0)
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     return size if isinstance(size, int) else None
 

@@ -371,7 +371,7 @@ def _parse_report(out: TestRun, secret: bytes, data: bytes) -> None:
             continue
         try:
             msg = json.loads(line[len(prefix) :])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             continue
         if not isinstance(msg, dict):
             continue

@@ -78,8 +78,8 @@ def _run(
     for line in result.stdout.splitlines():
         try:
             items.append(json.loads(line))
-        except ValueError:
-            break  # cut short mid-line by the end of the run
+        except (ValueError, RecursionError):  # cut short mid-line by the end of the run,
+            break  # or nested past the parser's depth
     return items, result
 
 
