@@ -64,3 +64,12 @@ def test_bad_diagnoses_name_the_field(diagnosis: object, field: str) -> None:
     with pytest.raises(ValidationError) as info:
         check_diagnosis(diagnosis)
     assert info.value.field == field
+
+
+def test_a_file_nested_too_deeply_to_parse_names_no_function() -> None:
+    """``ast.parse`` raises RecursionError (a long chain of operators) or MemoryError (deep
+    unary operators), not a SyntaxError, on some files: such a file encloses no function."""
+    from assay.sessions.step_reward import _functions
+
+    files = {"a.py": b"x = 1" + b" + 1" * 200_000, "b.py": b"x = " + b"-" * 100_000 + b"1"}
+    assert _functions(files, {"a.py": {1}, "b.py": {1}}) == set()

@@ -111,7 +111,7 @@ def _functions(files: Mapping[str, bytes], lines: Mapping[str, set[int]]) -> set
     for path, changed in lines.items():
         try:
             tree = ast.parse(files.get(path, b""))
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # nested too deeply
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
