@@ -101,6 +101,19 @@ def test_bad_input_names_the_field(
     assert field in r.json()["message"]
 
 
+@pytest.mark.parametrize("path", ["/run_code", "/v1/run", "/v1/judge", "/get_reward", "/submit"])
+def test_a_body_nested_past_the_parsers_depth_is_a_422_naming_the_body(
+    client: httpx.Client, path: str
+) -> None:
+    """FastAPI answered it with a bare 400 (its parser's RecursionError is not a decoding
+    error); it is the client's input, answered as every bad field is."""
+    deep = "[" * 100_000
+    r = client.post(path, content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json() == {"field": "body", "message": "body: not valid JSON: nested too deeply"}
+    assert client.get("/v1/batches/nope").status_code == 404  # other errors as they were
+
+
 def _until(cond: Callable[[], bool]) -> None:
     deadline = time.monotonic() + 10
     while not cond():

@@ -17,11 +17,13 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
@@ -197,6 +199,16 @@ def create_app(
         first = _loc(errors[0]["loc"]) if errors else "body"
         text = "; ".join(f"{_loc(e['loc'])}: {e['msg']}" for e in errors[:5])
         return JSONResponse({"field": first, "message": text}, 422)
+
+    @app.exception_handler(HTTPException)
+    async def _unparsable(request: Request, exc: HTTPException) -> Response:
+        # FastAPI answers a body its JSON parser cannot descend (a RecursionError, not the
+        # JSONDecodeError it turns into a 422) with a bare 400: the client's input, worded
+        # as every other bad field is.
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            message = "body: not valid JSON: nested too deeply"
+            return JSONResponse({"field": "body", "message": message}, 422)
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(Overloaded)
     async def _overloaded(request: Request, exc: Overloaded) -> JSONResponse:
