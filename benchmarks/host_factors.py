@@ -1,7 +1,7 @@
 """What the sandbox's throughput at concurrency = cores owes to the host, not to Assay's code.
 
-Two A/Bs, each alternated round by round (the host is shared and noisy, so only figures from
-the same minutes are compared):
+Three A/Bs, each alternated round by round (the host is shared and noisy, so only figures
+from the same minutes are compared):
 
 - ``clients``: sandboxed ``print(1)`` runs at concurrency = cores from threads of one
   process (one runner, as ``sandbox_overhead.py`` and every trainer's process do) against
@@ -13,11 +13,16 @@ the same minutes are compared):
   and each detach waits for a grace period. Under the knob, the default sandbox (which
   keeps more idle slots there) and one with the default host's pool size. The knob is
   host-wide: the script sets it back to what it was, also when interrupted.
+- ``callers``: one runner's ``print(1)`` runs with concurrency = cores callers and with one
+  more, with the share of the CPUs busy meanwhile (``/proc/stat``). Runs bound by CPU
+  could not go faster with one more caller; runs bound by the hand-offs on each run's path
+  (the CPUs idle meanwhile) do.
 
 Example::
 
     .venv/bin/python benchmarks/host_factors.py --parts clients --rounds 6
     .venv/bin/python benchmarks/host_factors.py --parts rcu --rounds 3 --runs 600
+    .venv/bin/python benchmarks/host_factors.py --parts callers --rounds 4
 """
 
 from __future__ import annotations
@@ -98,6 +103,45 @@ def clients_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     }
 
 
+def _cpu_ticks() -> tuple[int, int]:
+    """The machine's busy and total CPU ticks so far (``/proc/stat``; idle and iowait are
+    not busy)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def callers_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
+    """Per round, one warm runner: runs/s and the CPUs' busy share with ``clients`` callers,
+    then with one more."""
+    counts = (clients, clients + 1)
+    rates: dict[int, list[float]] = {c: [] for c in counts}
+    busy: dict[int, list[float]] = {c: [] for c in counts}
+    for i in range(rounds):
+        with assay.Runner(config=assay.SandboxConfig(python=PYTHON)) as runner:
+            run = _warm(runner)
+            for c in counts:
+                (b0, t0), rate, (b1, t1) = _cpu_ticks(), _throughput(run, runs, c), _cpu_ticks()
+                rates[c].append(rate)
+                busy[c].append((b1 - b0) / max(1, t1 - t0))
+        print(
+            f"round {i + 1}: "
+            + ", ".join(
+                f"{c} callers {rates[c][-1]:.1f} runs/s ({busy[c][-1]:.0%} busy)" for c in counts
+            ),
+            flush=True,
+        )
+    return {
+        f"{c}_callers": {
+            "runs_per_s": [round(x, 1) for x in rates[c]],
+            "busy": [round(x, 3) for x in busy[c]],
+            "runs_per_s_mean": round(statistics.mean(rates[c]), 1),
+            "busy_mean": round(statistics.mean(busy[c]), 3),
+        }
+        for c in counts
+    }
+
+
 def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     """Per round: the default sandbox with expedited grace periods; then, with
     ``rcu_normal`` = 1, the default sandbox (which reads the knob and keeps more idle slots)
@@ -146,7 +190,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--parts", default="clients", help="comma-separated: clients, rcu")
+    ap.add_argument("--parts", default="clients", help="comma-separated: clients, rcu, callers")
     ap.add_argument("--rounds", type=int, default=4, help="alternations (default 4)")
     ap.add_argument("--runs", type=int, default=1500, help="runs per measurement (default 1500)")
     ap.add_argument(
@@ -154,15 +198,17 @@ def main() -> None:
     )
     args = ap.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = sorted(set(parts) - {"clients", "rcu"})
+    unknown = sorted(set(parts) - {"clients", "rcu", "callers"})
     if unknown:
-        ap.error(f"--parts: unknown {', '.join(unknown)} (known: clients, rcu)")
+        ap.error(f"--parts: unknown {', '.join(unknown)} (known: clients, rcu, callers)")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}", flush=True)
     result: dict[str, object] = {}
     if "clients" in parts:
         result["clients"] = clients_ab(args.rounds, args.runs, args.clients)
     if "rcu" in parts:
         result["rcu"] = rcu_ab(args.rounds, args.runs, args.clients)
+    if "callers" in parts:
+        result["callers"] = callers_ab(args.rounds, args.runs, args.clients)
     print(json.dumps(result))
 
 
