@@ -1,6 +1,6 @@
 """What the sandbox's throughput at concurrency = cores owes to the host, not to Assay's code.
 
-Three A/Bs, each alternated round by round (the host is shared and noisy, so only figures
+Four A/Bs, each alternated round by round (the host is shared and noisy, so only figures
 from the same minutes are compared):
 
 - ``clients``: sandboxed ``print(1)`` runs at concurrency = cores from threads of one
@@ -17,12 +17,17 @@ from the same minutes are compared):
   more, with the share of the CPUs busy meanwhile (``/proc/stat``). Runs bound by CPU
   could not go faster with one more caller; runs bound by the hand-offs on each run's path
   (the CPUs idle meanwhile) do.
+- ``haltpoll`` (root, a KVM guest with the haltpoll cpuidle driver): the same runs, and bare
+  ``python3 -c`` spawns, with the guest's halt polling off (``guest_halt_poll_ns`` 0) and on
+  (200000, the kernel's default): whether an idle vCPU's wake-up from halt is what a run's
+  hand-offs wait for. Set back to what it was, also when interrupted.
 
 Example::
 
     .venv/bin/python benchmarks/host_factors.py --parts clients --rounds 6
     .venv/bin/python benchmarks/host_factors.py --parts rcu --rounds 3 --runs 600
     .venv/bin/python benchmarks/host_factors.py --parts callers --rounds 4
+    .venv/bin/python benchmarks/host_factors.py --parts haltpoll --rounds 3
 """
 
 from __future__ import annotations
@@ -41,9 +46,10 @@ import assay
 from assay.sandbox import open_sandbox
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sandbox_overhead import _throughput, sandboxed_print
+from sandbox_overhead import _throughput, print_one, sandboxed_print
 
 RCU_NORMAL = "/sys/kernel/rcu_normal"
+HALT_POLL = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
 PYTHON = "/usr/bin/python3"
 
 
@@ -142,6 +148,41 @@ def callers_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     }
 
 
+def haltpoll_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
+    """Per round, the sandbox's ``print(1)`` runs and bare spawns (a fifth as many), with
+    the guest's halt polling off and on."""
+    if not os.access(HALT_POLL, os.W_OK):
+        sys.exit(f"--parts haltpoll: {HALT_POLL} is not writable here (root, haltpoll guest)")
+    with open(HALT_POLL) as fh:
+        was = fh.read().strip()
+
+    def knob(value: str) -> None:
+        with open(HALT_POLL, "w") as fh:
+            fh.write(value)
+
+    values = ("0", "200000")
+    out: dict[str, list[float]] = {
+        f"{kind}_{v}": [] for v in values for kind in ("sandbox", "bare")
+    }
+    runner, sandboxed, bare = print_one(PYTHON)
+    try:
+        for _ in range(30):
+            sandboxed()
+        for i in range(rounds):
+            for value in values:
+                knob(value)
+                out[f"sandbox_{value}"].append(_throughput(sandboxed, runs, clients))
+                out[f"bare_{value}"].append(_throughput(bare, max(clients, runs // 5), clients))
+            print(
+                f"round {i + 1}: " + ", ".join(f"{k} {v[-1]:.1f} runs/s" for k, v in out.items()),
+                flush=True,
+            )
+    finally:
+        knob(was)
+        runner.close()
+    return {f"poll_ns_{k}_runs_per_s": [round(x, 1) for x in v] for k, v in out.items()}
+
+
 def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     """Per round: the default sandbox with expedited grace periods; then, with
     ``rcu_normal`` = 1, the default sandbox (which reads the knob and keeps more idle slots)
@@ -190,7 +231,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--parts", default="clients", help="comma-separated: clients, rcu, callers")
+    ap.add_argument(
+        "--parts", default="clients", help="comma-separated: clients, rcu, callers, haltpoll"
+    )
     ap.add_argument("--rounds", type=int, default=4, help="alternations (default 4)")
     ap.add_argument("--runs", type=int, default=1500, help="runs per measurement (default 1500)")
     ap.add_argument(
@@ -198,9 +241,10 @@ def main() -> None:
     )
     args = ap.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = sorted(set(parts) - {"clients", "rcu", "callers"})
+    known = {"clients", "rcu", "callers", "haltpoll"}
+    unknown = sorted(set(parts) - known)
     if unknown:
-        ap.error(f"--parts: unknown {', '.join(unknown)} (known: clients, rcu, callers)")
+        ap.error(f"--parts: unknown {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}", flush=True)
     result: dict[str, object] = {}
     if "clients" in parts:
@@ -209,6 +253,8 @@ def main() -> None:
         result["rcu"] = rcu_ab(args.rounds, args.runs, args.clients)
     if "callers" in parts:
         result["callers"] = callers_ab(args.rounds, args.runs, args.clients)
+    if "haltpoll" in parts:
+        result["haltpoll"] = haltpoll_ab(args.rounds, args.runs, args.clients)
     print(json.dumps(result))
 
 
