@@ -39,7 +39,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import assay
@@ -148,24 +149,34 @@ def callers_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     }
 
 
-def haltpoll_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
-    """Per round, the sandbox's ``print(1)`` runs and bare spawns (a fifth as many), with
-    the guest's halt polling off and on."""
-    if not os.access(HALT_POLL, os.W_OK):
-        sys.exit(f"--parts haltpoll: {HALT_POLL} is not writable here (root, haltpoll guest)")
-    with open(HALT_POLL) as fh:
+@contextmanager
+def _host_knob(path: str, part: str, needs: str) -> Iterator[Callable[[str], None]]:
+    """A setter for the host-wide knob ``path``, which is set back to the value it had when
+    the block ends, also when interrupted; exits naming ``--parts part`` if not writable."""
+    if not os.access(path, os.W_OK):
+        sys.exit(f"--parts {part}: {path} is not writable here ({needs})")
+    with open(path) as fh:
         was = fh.read().strip()
 
     def knob(value: str) -> None:
-        with open(HALT_POLL, "w") as fh:
+        with open(path, "w") as fh:
             fh.write(value)
 
+    try:
+        yield knob
+    finally:
+        knob(was)
+
+
+def haltpoll_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
+    """Per round, the sandbox's ``print(1)`` runs and bare spawns (a fifth as many), with
+    the guest's halt polling off and on."""
     values = ("0", "200000")
     out: dict[str, list[float]] = {
         f"{kind}_{v}": [] for v in values for kind in ("sandbox", "bare")
     }
     runner, sandboxed, bare = print_one(PYTHON)
-    try:
+    with runner, _host_knob(HALT_POLL, "haltpoll", "root, haltpoll guest") as knob:
         for _ in range(30):
             sandboxed()
         for i in range(rounds):
@@ -177,9 +188,6 @@ def haltpoll_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
                 f"round {i + 1}: " + ", ".join(f"{k} {v[-1]:.1f} runs/s" for k, v in out.items()),
                 flush=True,
             )
-    finally:
-        knob(was)
-        runner.close()
     return {f"poll_ns_{k}_runs_per_s": [round(x, 1) for x in v] for k, v in out.items()}
 
 
@@ -187,15 +195,6 @@ def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     """Per round: the default sandbox with expedited grace periods; then, with
     ``rcu_normal`` = 1, the default sandbox (which reads the knob and keeps more idle slots)
     and one with the pool the default host gets (what every host got before)."""
-    if not os.access(RCU_NORMAL, os.W_OK):
-        sys.exit(f"--parts rcu: {RCU_NORMAL} is not writable here (run as root)")
-    with open(RCU_NORMAL) as fh:
-        was = fh.read().strip()
-
-    def knob(value: str) -> None:
-        with open(RCU_NORMAL, "w") as fh:
-            fh.write(value)
-
     config = assay.SandboxConfig(python=PYTHON)
     # (name, knob, whether the pool is the default host's: the size "expedited" got)
     cases = (
@@ -205,7 +204,7 @@ def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
     )
     out: dict[str, list[float]] = {name: [] for name, _, _ in cases}
     pools: dict[str, int] = {}
-    try:
+    with _host_knob(RCU_NORMAL, "rcu", "run as root") as knob:
         for i in range(rounds):
             for name, value, small in cases:
                 knob(value)
@@ -220,8 +219,6 @@ def rcu_ab(rounds: int, runs: int, clients: int) -> dict[str, object]:
                 ),
                 flush=True,
             )
-    finally:
-        knob(was)
     return {"pool_size": pools} | {
         f"{k}_runs_per_s": [round(x, 1) for x in v] for k, v in out.items()
     }
