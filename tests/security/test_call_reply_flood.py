@@ -6,6 +6,11 @@ had (a new copy of everything so far) and searched all of it for the line's end 
 chunk: a 60 MiB reply cost ~14 s of the trusted process's CPU, a 32 MiB one ~5 s, for one
 sample whose own run took a fraction of a second; a policy's batch of such samples holds the
 judge's threads for minutes. The channel now appends in place and searches only what came.
+
+Attack: a reply line nested past the JSON parser's depth (``[`` x 100,000). Its
+RecursionError escaped the judge's ``except ValueError`` and the sample came back as
+``sandbox_error``, which says the service failed: a policy could make its failures look
+like ours (retried, or left out of its reward). It is the submission's malformed reply.
 """
 
 from __future__ import annotations
@@ -44,3 +49,12 @@ def test_a_reply_of_48_mib_costs_the_judge_well_under_a_second_of_cpu(
     assert judged.tests[0].verdict == "wrong_answer", judged.tests[0]
     # Linear: ~0.25 s here, JSON parsing included; the quadratic join took ~9 s.
     assert spent < 3.0, f"{spent:.2f} s of the judge's CPU for one 48 MiB reply"
+
+
+def test_a_reply_nested_past_the_parsers_depth_is_the_submissions_wrong_answer(
+    runner: Runner,
+) -> None:
+    code = "import os\nos.write(3, b'[' * 100_000 + b'\\n')\ndef f(x):\n    return 'y'\n"
+    judged = Judge(runner).judge(Submission(PROBLEM, code))
+    assert judged.verdict == "wrong_answer", judged.reason
+    assert "malformed reply" in judged.tests[0].message
