@@ -131,3 +131,25 @@ def test_edge_program_status(
     runner, image = tier
     res = runner.run(source, language, limits=Limits(**{**_BASE, **limits}), image=image)
     assert res.status == expected, (name, res.status, res.exit_code, res.signal, res.stderr[-300:])
+
+
+@pytest.mark.parametrize(("size_mb", "expected"), [(64, "memory_limit"), (32, "ok")])
+def test_input_files_against_the_memory_limit(
+    tier: tuple[Runner, str | None], size_mb: int, expected: str
+) -> None:
+    """Files that take the run's whole memory (they live in its tmpfs, charged to it) are
+    ``memory_limit`` on every tier, said before any sandbox is used: CI saw the gVisor tier
+    answer ``ok`` once, when its sandbox freed memory of an earlier run meanwhile."""
+    runner, image = tier
+    res = runner.run(
+        "import os\nprint(os.path.getsize('blob'))",
+        files={"blob": b"z" * (size_mb << 20)},
+        limits=Limits(**_BASE),
+        image=image,
+    )
+    assert res.status == expected, (res.status, res.stderr[-300:])
+    if expected == "memory_limit":
+        assert res.stderr == b"assay: the input files do not fit the run's memory limit\n"
+        assert res.wall_s == 0.0  # no sandbox was used
+    else:
+        assert res.stdout == f"{size_mb << 20}\n".encode()

@@ -1,10 +1,11 @@
 """The sandbox layer: the only code that touches namespaces, cgroups, seccomp and mounts."""
 
+from ._request import files_disk_bytes
 from ._run import Companion, RunRequest
 from .config import ISOLATIONS, SandboxConfig, check_isolation
 from .gvisor import GVisorSandbox
 from .probe import HostReport, probe_host
-from .sandbox import COLLECT_MAX_BYTES, Sandbox, files_disk_bytes
+from .sandbox import COLLECT_MAX_BYTES, Sandbox
 
 
 def open_sandbox(

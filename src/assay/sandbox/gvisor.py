@@ -37,10 +37,10 @@ from ..errors import SandboxError, ValidationError
 from ..types import ExecResult
 from ._gvcontainer import Container
 from ._gvisor_wire import Stopped, server_program
+from ._request import files_over_memory, validate_request
 from ._run import RunRequest
 from .cgroups import CgroupBackend, detect
 from .config import SandboxConfig
-from .sandbox import validate_request
 
 _HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
 
@@ -287,6 +287,12 @@ class GVisorSandbox:
             if req.companion is not None:  # its runs are supervised elsewhere: see Sandbox
                 raise ValidationError("companion", "the gVisor tier serves no companion")
             files, collect = validate_request(req)
+            too_big = files_over_memory(files, req.limits)
+            if too_big is not None:
+                for fd in req.pass_fds:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+                return too_big
             req = replace(req, files=files, collect=collect)
             container = self._take()
         except SandboxError as exc:

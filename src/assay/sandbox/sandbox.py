@@ -18,6 +18,7 @@ from ..types import ExecResult, Limits
 from . import cgroups
 from ._inside import wire
 from ._launch import encode_spec
+from ._request import files_over_memory, validate_request
 from ._run import RunRequest, Supervision
 from ._slots import CgroupPool, SlotHandle
 from ._uids import UidPool, check_range
@@ -26,65 +27,6 @@ from .config import SandboxConfig
 from .probe import HostReport, probe_host
 
 COLLECT_MAX_BYTES = 256 << 20
-_PAGE = 4096
-
-
-def files_disk_bytes(files: list[tuple[str, bytes, int]]) -> int:
-    """What ``files`` take of a run's tmpfs (which counts whole pages)."""
-    return sum(-(-len(content) // _PAGE) * _PAGE for _p, content, _m in files)
-
-
-def _validate_path(field: str, path: str) -> str:
-    norm = os.path.normpath(path)
-    if not path or path.startswith("/") or norm.startswith("..") or "\x00" in path or norm == ".":
-        raise ValidationError(field, f"path {path!r} must be relative and stay inside the work dir")
-    return norm
-
-
-def _check_collisions(paths: list[str]) -> None:
-    """Two files at one path, or a file where another needs a directory, cannot be staged."""
-    seen: set[str] = set()
-    for path in paths:
-        if path in seen:
-            raise ValidationError(
-                "files",
-                f"path {path!r} is given twice (it may collide with the program's own file)",
-            )
-        seen.add(path)
-    for path in paths:
-        parent = os.path.dirname(path)
-        while parent:
-            if parent in seen:
-                raise ValidationError(
-                    "files", f"{parent!r} is a file but {path!r} needs it as a directory"
-                )
-            parent = os.path.dirname(parent)
-
-
-def validate_request(
-    req: RunRequest,
-) -> tuple[list[tuple[str, bytes, int]], list[str]]:
-    """The request's files and collected paths, normalised; ValidationError naming the
-    field for anything a sandbox (of either tier) refuses."""
-    if len(req.pass_fds) > 16:
-        raise ValidationError("pass_fds", "at most 16 extra fds")
-    if len(req.files) > defaults.RUN_MAX_FILES:
-        raise ValidationError(
-            "files",
-            f"{len(req.files)} files, over the limit of {defaults.RUN_MAX_FILES} files per run "
-            "(assay.defaults.RUN_MAX_FILES)",
-        )
-    files = [(_validate_path(f"files[{p!r}]", p), c, m) for p, c, m in req.files]
-    _check_collisions([p for p, _, _ in files])
-    collect = [_validate_path(f"collect[{p!r}]", p) for p in req.collect]
-    need = files_disk_bytes(files)
-    if need > req.limits.disk_mb << 20:
-        raise ValidationError(
-            "files",
-            f"the input files take {need / (1 << 20):.1f} MiB, more than the run's disk "
-            f"(limits.disk_mb={req.limits.disk_mb})",
-        )
-    return files, collect
 
 
 class Sandbox:
@@ -397,6 +339,9 @@ class Sandbox:
 
     def _execute(self, req: RunRequest) -> ExecResult:
         files, collect = validate_request(req)
+        too_big = files_over_memory(files, req.limits)
+        if too_big is not None:
+            return too_big
         try:
             slot = self._acquire(req.mode, req.network == "loopback")
         except SandboxError as exc:
