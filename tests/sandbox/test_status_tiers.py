@@ -1,8 +1,8 @@
-"""Same input, same status, on every tier: a table of edge programs (CPU just under and over
-the limit, sleepers, memory bombs and a caught MemoryError, the file-size limit, an output
-flood, signals, threads) run on the default tier, the gVisor tier and rooted at a task
-image. Each tier decides through ``sandbox/_inside/status.py``; this checks that the facts
-each measures lead there to the same status, for Python programs and executables."""
+"""Same input, same status, on every tier: a table of edge programs (CPU and memory just
+under and over the limit, sleepers, memory bombs and a caught MemoryError, the file-size
+limit, an output flood, signals, threads) run on the default tier, the gVisor tier and rooted
+at a task image. Each tier decides through ``sandbox/_inside/status.py``; this checks that
+the facts each measures lead there to the same status, for Python programs and executables."""
 
 from __future__ import annotations
 
@@ -67,6 +67,16 @@ EDGES: list[tuple[str, str, str, dict[str, Any], str]] = [
         {"time_s": 1.0},
         "ok",
     ),
+    (
+        # 56 MiB of 64: the gVisor tier charged each run ~8 MiB of its sandbox's own on top
+        # (the exec server's fork, the Sentry's bookkeeping) and said memory_limit.
+        "memory just under",
+        "python",
+        "x = bytearray(56 << 20)\nprint(len(x))",
+        {},
+        "ok",
+    ),
+    ("memory just over", "python", "x = bytearray(66 << 20)\nprint(len(x))", {}, "memory_limit"),
     ("memory bomb", "python", "x = bytearray(400 << 20)\nprint(len(x))", {}, "memory_limit"),
     ("impossible allocation", "python", "x = [0] * (10 ** 12)", {}, "memory_limit"),
     (
