@@ -15,7 +15,8 @@ from assay import Limits, Runner
 from assay.errors import SessionEnded, ValidationError
 from assay.judge import Judge, Problem, Submission, TestCase
 from assay.sandbox import RunRequest, SandboxConfig
-from assay.sandbox.gvisor import available
+from assay.sandbox._gvcontainer import Container
+from assay.sandbox.gvisor import GVisorSandbox, available
 from assay.sessions import Session, SessionLimits
 
 OK, WHY = available()
@@ -216,6 +217,31 @@ def test_memory_is_enforced_by_the_host_kernel(gvisor: Runner) -> None:
     assert res.status == "memory_limit", (res.status, res.stderr[-300:])
     assert res.peak_memory_bytes <= (64 << 20) + (1 << 20), res.peak_memory_bytes
     assert gvisor.run("print(1)").stdout == b"1\n"  # the pool replaced the killed sandbox
+
+
+def test_a_runs_host_memory_is_its_limit_and_the_measured_cost_of_a_no_op_run(
+    gvisor: Runner,
+) -> None:
+    """Each sandbox measures what a run that does nothing adds to its host memory and grants
+    it on top of ``memory_mb``: bounded, and all a bomb gets beyond its limit."""
+    sandbox = gvisor.sandbox
+    assert isinstance(sandbox, GVisorSandbox)
+    box = Container(sandbox)
+    try:
+        assert box.cg is not None
+        if not box.cg.peak_resets:
+            pytest.skip("this host's cgroup cannot reset its memory peak (cgroup v2, Linux < 6.12)")
+        assert 1 << 20 <= box.overhead <= 32 << 20, box.overhead
+        assert box.runs == 0  # the measuring runs do not count towards the container's 64
+        bomb = "x = []\nwhile True:\n    x.append(bytearray(4 << 20))\n"
+        base = box.cg.usage_bytes()
+        res = box.run(RunRequest("python", ["/work/main.py"], [("main.py", bomb.encode(), 0o644)]))
+        assert res.status == "memory_limit", (res.status, res.stderr[-300:])
+        limit = Limits().memory_mb << 20
+        assert box.cg.peak_memory_bytes() - base <= limit + box.overhead
+        assert limit - (8 << 20) <= res.peak_memory_bytes <= limit, res.peak_memory_bytes
+    finally:
+        box.destroy()
 
 
 def test_the_program_is_confined_as_in_the_default_tier(gvisor: Runner) -> None:
