@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from assay import Limits, Runner
-from assay.errors import SessionEnded, ValidationError
+from assay.errors import SandboxError, SessionEnded, ValidationError
 from assay.judge import Judge, Problem, Submission, TestCase
 from assay.sandbox import RunRequest, SandboxConfig
 from assay.sandbox._gvcontainer import Container
@@ -242,6 +242,25 @@ def test_a_runs_host_memory_is_its_limit_and_the_measured_cost_of_a_no_op_run(
         assert limit - (8 << 20) <= res.peak_memory_bytes <= limit, res.peak_memory_bytes
     finally:
         box.destroy()
+
+
+def test_a_sandbox_that_fails_its_no_op_run_is_a_failed_start_and_cleaned_up(
+    gvisor: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the measuring run raises, the start fails as the pool expects (a
+    SandboxError, which it retries; anything else would kill its starting thread and leave
+    the pool counting a start that never ends), and nothing of the sandbox is left."""
+    sandbox = gvisor.sandbox
+    assert isinstance(sandbox, GVisorSandbox)
+    before = set(os.listdir(sandbox.state))
+
+    def broken(self: Container, req: RunRequest) -> None:
+        raise OSError(32, "Broken pipe")
+
+    monkeypatch.setattr(Container, "run", broken)
+    with pytest.raises(SandboxError, match=r"no-op run: .*Broken pipe"):
+        Container(sandbox)
+    assert set(os.listdir(sandbox.state)) == before
 
 
 def test_the_program_is_confined_as_in_the_default_tier(gvisor: Runner) -> None:

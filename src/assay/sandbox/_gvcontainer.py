@@ -123,6 +123,9 @@ class Container:
         if self.cg is not None and self.cg.peak_resets:
             try:
                 costs = [self.run(_CALIBRATION) for _ in range(2)]
+            except (SandboxError, OSError, ValueError, KeyError) as exc:  # as a failed start
+                self.destroy()
+                raise SandboxError(f"gVisor sandbox failed a no-op run: {exc}") from exc
             except BaseException:
                 self.destroy()
                 raise
