@@ -263,6 +263,24 @@ def test_a_sandbox_that_fails_its_no_op_run_is_a_failed_start_and_cleaned_up(
     assert set(os.listdir(sandbox.state)) == before
 
 
+def test_a_start_that_raises_anything_still_ends_as_a_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A start that raises something other than SandboxError (a spawn's OSError) is logged
+    and ends: the pool stops counting it as under way (it counted it for ever, and
+    ``warm_up`` waited out its whole timeout)."""
+
+    def spawn_fails(self: Container, owner: object) -> None:
+        raise OSError(14, "Bad address")
+
+    monkeypatch.setattr(Container, "__init__", spawn_fails)
+    with GVisorSandbox(pool_size=1) as sandbox:
+        started = time.monotonic()
+        sandbox.warm_up(1)
+        assert time.monotonic() - started < 5
+        assert sandbox._starting == 0 and sandbox.idle_slots == 0
+
+
 def test_the_program_is_confined_as_in_the_default_tier(gvisor: Runner) -> None:
     probe = (
         "import socket, ctypes\n"

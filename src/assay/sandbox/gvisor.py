@@ -23,6 +23,7 @@ import base64
 import collections
 import contextlib
 import itertools
+import logging
 import os
 import shutil
 import subprocess
@@ -43,6 +44,8 @@ from .cgroups import CgroupBackend, detect
 from .config import SandboxConfig
 
 _HOST_SKELETON = ("usr", "lib", "lib64", "lib32", "libx32", "bin", "sbin")
+
+_log = logging.getLogger(__name__)
 
 
 def _seccomp_program(inet: bool = False) -> str:
@@ -253,6 +256,8 @@ class GVisorSandbox:
             container = Container(self)
         except SandboxError:
             pass
+        except Exception:  # a spawn's OSError, say: still a start that ended, and counted so
+            _log.exception("gVisor sandbox start failed")
         with self._lock:
             self._starting -= 1
             if container is not None and not self._closed:
