@@ -78,6 +78,33 @@ EDGES: list[tuple[str, str, str, dict[str, Any], str]] = [
     ),
     ("memory just over", "python", "x = bytearray(66 << 20)\nprint(len(x))", {}, "memory_limit"),
     ("memory bomb", "python", "x = bytearray(400 << 20)\nprint(len(x))", {}, "memory_limit"),
+    (
+        # The gVisor tier capped a Python run's address space at its memory limit + 64 MiB:
+        # the bomb was a MemoryError there, caught, and the run went on to "ok".
+        "a bomb's MemoryError caught",
+        "python",
+        "try:\n    x = bytearray(400 << 20)\nexcept MemoryError:\n    print('caught')",
+        {},
+        "memory_limit",
+    ),
+    (
+        # ... and 32 threads could not start under that cap (each stack reserves 64 MiB,
+        # the run's RLIMIT_STACK here).
+        "32 threads at once",
+        "python",
+        "from concurrent.futures import ThreadPoolExecutor\nimport time\n"
+        "with ThreadPoolExecutor(32) as pool:\n    list(pool.map(time.sleep, [0.2] * 32))\n"
+        "print('done')",
+        {},
+        "ok",
+    ),
+    (
+        "1 GiB reserved, untouched",
+        "python",
+        "import mmap\nm = mmap.mmap(-1, 1 << 30)\nm[0] = 1\nprint('done')",
+        {},
+        "ok",
+    ),
     ("impossible allocation", "python", "x = [0] * (10 ** 12)", {}, "memory_limit"),
     (
         "caught MemoryError",

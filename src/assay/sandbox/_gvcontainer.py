@@ -6,6 +6,7 @@ protocol of one run with it (a JSON message, then the files' and stdin's raw byt
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -57,6 +58,36 @@ _CALIBRATION = RunRequest(
     [("main.py", b"pass\n", 0o644)],
     cpu_weight=defaults.SESSION_CPU_WEIGHT,
 )
+
+
+@functools.cache
+def _host_commit_bytes() -> int:
+    """RAM and swap: the host kernel's heuristic overcommit refuses one allocation larger
+    than that at once (``__vm_enough_memory``), and the default tier's programs see it so."""
+    sizes = {}
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            key, _, rest = line.partition(":")
+            if key in ("MemTotal", "SwapTotal"):
+                sizes[key] = int(rest.split()[0]) << 10
+    return sizes.get("MemTotal", os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) + (
+        sizes.get("SwapTotal", 0)
+    )
+
+
+def address_space(memory_mb: int, host_cgroup: bool) -> int:
+    """The address space a Python run gets in gVisor (``RLIMIT_AS``; executables get no cap).
+
+    gVisor's kernel maps any allocation, so without a cap ``[0] * 10**12`` would be an
+    out-of-memory kill instead of the default tier's MemoryError. With a host cgroup to
+    enforce the memory limit the cap is the host's RAM and swap, what the default tier's
+    kernel refuses at once: not ``memory_mb``, which stopped a 32-thread pool from starting
+    (each thread's stack reserves ``RLIMIT_STACK``) and turned a bomb's out-of-memory kill
+    into a MemoryError the program could catch and go on. Without one (memory polled inside),
+    ``memory_mb`` + 64 MiB: the cap then stops a fast allocation the poll would miss."""
+    if host_cgroup:
+        return _host_commit_bytes()
+    return (memory_mb << 20) + (64 << 20)
 
 
 def _join(fds: list[int]) -> None:
@@ -163,6 +194,7 @@ class Container:
                 # The host cgroup enforces memory where there is one (a summed RSS would
                 # count pages that forked processes share once per process).
                 "poll_memory": self.cg is None,
+                "address_space": address_space(lim.memory_mb, self.cg is not None),
                 "processes": lim.processes,
                 "output_bytes": lim.output_bytes,
                 "file_bytes": lim.file_bytes,

@@ -147,10 +147,11 @@ def _child(
     resource.setrlimit(resource.RLIMIT_FSIZE, (lim["file_bytes"], lim["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_NPROC, (lim["processes"], lim["processes"]))
     if req["mode"] == "python":
-        # Python reserves little address space beyond what it uses: an allocation past the
-        # limit fails at once (MemoryError). Not for executables: Go and the JVM reserve
-        # far more than they touch; their resident memory is what is polled.
-        mem = (lim["memory_mb"] << 20) + (64 << 20)
+        # The host said how much address space (``Container.run``): an allocation no host
+        # could give fails at once (MemoryError), as the host kernel's overcommit check
+        # makes it fail on the default tier, where this kernel would map it. Not for
+        # executables: Go, the JVM and V8 reserve far more than they touch.
+        mem = lim["address_space"]
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
     gvkernel.kernel.confine_root()
     os.setgroups([])
