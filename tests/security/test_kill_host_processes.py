@@ -76,7 +76,10 @@ def test_program_cannot_kill_or_see_host_processes(runner, run_py, gvisor: bool)
         targets = {"sleep": victim.pid}
         if zygote_pid is not None:
             targets["zygote"] = zygote_pid
-        result = run_py(PROGRAM, stdin=json.dumps(targets), time_s=5)
+        # The sweep is ~70,000 system calls: ~0.1 s of CPU on the default tier, 5.0-5.6 s
+        # under gVisor (each one a trip to its kernel), where a limit of 5 s failed the
+        # test at random. The claim is about what the calls reach, not their speed.
+        result = run_py(PROGRAM, stdin=json.dumps(targets), time_s=20)
         assert result.status == "ok", (result.status, result.stderr_text)
         report = json.loads(result.stdout)
 
