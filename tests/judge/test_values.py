@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from assay import ValidationError
 from assay.judge.values import BadValue, Iterated, Opaque, decode, encode, equal
+from assay.judge.values import plain as plain_of
 
 plain = st.recursive(
     st.none()
@@ -155,3 +156,17 @@ def test_tagged_garbage_is_rejected_cleanly(tags: list[str], payload: object) ->
         decode([*tags, payload])
     except BadValue:
         pass
+
+
+@given(plain)
+def test_plain_gives_a_value_without_iterated_back_as_it_is(value: object) -> None:
+    assert plain_of(value) is value  # nothing copied: compared, never changed
+
+
+def test_plain_rebuilds_every_iterated_at_any_depth() -> None:
+    gen = Iterated("generator", False, [1, Iterated("map", False, [2, 3])])
+    value = {"a": [0, (gen,)], "b": frozenset({4})}
+    assert plain_of(value) == {"a": [0, ([1, [2, 3]],)], "b": frozenset({4})}
+    assert type(plain_of(value)["a"][1]) is tuple
+    assert plain_of([1, 2, Iterated("range", False, [0, 1])]) == [1, 2, [0, 1]]
+    assert equal(gen, [1, [2, 3]]) and not equal(gen, [1, 2, 3])

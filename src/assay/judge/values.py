@@ -55,14 +55,44 @@ def as_python(value: Any) -> Any:
     return codec.rebuild(value.type_name, value.items)
 
 
-def plain(value: Any) -> Any:
-    """``value`` with every :class:`Iterated` (at any depth) replaced by its list of items."""
+#: Values that hold nothing: most of what is compared, seen without an isinstance chain.
+_ATOMS = frozenset({int, float, str, bool, bytes, type(None), complex})
+
+
+def _holds_iterated(value: Any) -> bool:
+    """Whether an :class:`Iterated` is anywhere in ``value`` (a walk that builds nothing)."""
+    if type(value) in _ATOMS:
+        return False
     if isinstance(value, Iterated):
-        return [plain(v) for v in value.items]
+        return True
     if isinstance(value, list | tuple | set | frozenset):
-        return type(value)(plain(v) for v in value)
+        for v in value:
+            if type(v) not in _ATOMS and _holds_iterated(v):
+                return True
+        return False
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        for v in value.values():
+            if type(v) not in _ATOMS and _holds_iterated(v):
+                return True
+    return False
+
+
+def plain(value: Any) -> Any:
+    """``value`` with every :class:`Iterated` (at any depth) replaced by its list of items:
+    ``value`` itself when it holds none (read, never changed, by its callers), so that
+    comparing a large answer does not copy it and its expected value each time."""
+    if not _holds_iterated(value):
+        return value
+    return _rebuilt(value)
+
+
+def _rebuilt(value: Any) -> Any:
+    if isinstance(value, Iterated):
+        return [_rebuilt(v) for v in value.items]
+    if isinstance(value, list | tuple | set | frozenset):
+        return type(value)(_rebuilt(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _rebuilt(v) for k, v in value.items()}
     return value
 
 
