@@ -405,3 +405,40 @@ def test_a_reply_the_program_forges_is_a_wrong_answer(judge: Judge, reply: bytes
     j = judge.judge(Submission(SQUARES, code))
     assert j.tests[0].verdict == "wrong_answer", j.tests[0]
     assert "malformed reply" in j.tests[0].message
+
+
+def test_a_tests_request_line_is_encoded_once_and_checked_by_identity(
+    judge: Judge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A problem's call tests are encoded for its first sample only; a cached line serves
+    only the very object it was made for (an id can be reused by another test)."""
+    encoded: list[str] = []
+    line = calls._line
+
+    def counting(fn: str, args: list[object]) -> bytes:
+        encoded.append(fn)
+        return line(fn, args)
+
+    monkeypatch.setattr(calls, "_line", counting)
+    monkeypatch.setattr(calls, "_LINES", calls._Lines())
+    problem = Problem("cubes", [_call("cube", [2], 8), _call("cube", [3], 27)])
+    for _ in range(3):
+        j = judge.judge(Submission(problem, "def cube(x):\n    return x ** 3\n"))
+        assert j.verdict == "accepted"
+    assert encoded == ["cube", "cube"]
+    assert calls._LINES.of(problem.tests) == [line("cube", [2]), line("cube", [3])]
+
+    other = _call("cube", [4], 64)
+    calls._LINES._lines[id(other)] = (problem.tests[0], b"a stale line\n")  # a reused id
+    assert calls._LINES.of([other]) == [line("cube", [4])]
+
+
+def test_request_lines_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = calls._Lines()
+    monkeypatch.setattr(cache, "MAX_BYTES", 1000)
+    tests = [_call("f", ["x" * 90], None) for _ in range(30)]
+    for t in tests:
+        assert cache.of([t]) == [calls._line("f", ["x" * 90])]
+    assert cache._bytes <= 1000 and len(cache._lines) < 30
+    assert cache._bytes == sum(len(line) for _t, line in cache._lines.values())
+    assert id(tests[-1]) in cache._lines and id(tests[0]) not in cache._lines

@@ -7,14 +7,15 @@ expected values never enter the sandbox and no object the submission built is ev
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from ..runner import Runner
@@ -62,10 +63,73 @@ def call_values(
     thread per sample, no hand-offs between two), else by this one while the run goes on
     in the background.
     """
-    requests = [
-        (json.dumps({"fn": fn, "args": [values.encode(a) for a in args]}) + "\n").encode()
-        for fn, args in calls
-    ]
+    return _serve(
+        runner, code, [_line(fn, args) for fn, args in calls], limits, keep_going, network
+    )
+
+
+def _line(fn: str, args: list[Any]) -> bytes:
+    """The request line of ``fn(*args)``."""
+    return (json.dumps({"fn": fn, "args": [values.encode(a) for a in args]}) + "\n").encode()
+
+
+class _Lines:
+    """Each call test's request line, encoded once per test object: a problem's tests are
+    judged for every sample (a HumanEval task's 7 cost ~56 us per sample to encode, and
+    HumanEval+'s hundreds per task cost milliseconds). Keyed by the object's id and checked
+    by identity (a ``TestCase`` is frozen, and holds no weak reference), the least recently
+    used dropped past :data:`MAX_BYTES`."""
+
+    MAX_BYTES = 64 << 20
+
+    def __init__(self) -> None:
+        self._lines: collections.OrderedDict[int, tuple[TestCase, bytes]] = (
+            collections.OrderedDict()
+        )
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def of(self, tests: list[TestCase]) -> list[bytes]:
+        with self._lock:
+            found = [self._get(t) for t in tests]
+        missing = {
+            id(t): (t, _line(t.options["fn_name"], list(t.options["args"])))
+            for t, line in zip(tests, found, strict=True)
+            if line is None
+        }
+        if missing:
+            with self._lock:
+                for key, entry in missing.items():
+                    old = self._lines.pop(key, None)
+                    self._bytes += len(entry[1]) - (len(old[1]) if old else 0)
+                    self._lines[key] = entry
+                while self._bytes > self.MAX_BYTES and self._lines:
+                    self._bytes -= len(self._lines.popitem(last=False)[1][1])
+        return [
+            line if line is not None else missing[id(t)][1]
+            for t, line in zip(tests, found, strict=True)
+        ]
+
+    def _get(self, test: TestCase) -> bytes | None:
+        entry = self._lines.get(id(test))
+        if entry is None or entry[0] is not test:
+            return None
+        self._lines.move_to_end(id(test))
+        return entry[1]
+
+
+_LINES = _Lines()
+
+
+def _serve(
+    runner: Runner,
+    code: bytes,
+    requests: list[bytes],
+    limits: Limits,
+    keep_going: Callable[[int, Reply], bool] | None,
+    network: Network,
+) -> tuple[list[Reply], ExecResult]:
+    """``call_values`` with its requests encoded."""
     host, inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     first = 1 if keep_going is not None else len(requests)
     channel = _Channel(host, requests, first, keep_going)
@@ -148,45 +212,50 @@ def run_calls(group: TestGroup) -> list[TestResult]:
     failure, which are never called (as an assert-style ``check`` stops at its first failed
     assert, so a program that would loop forever on a later test is not kept running)."""
     tests, stop_on_failure = group.tests, group.stop_on_failure
-    calls = [(t.options["fn_name"], list(t.options["args"])) for _, t in tests]
-    results: list[TestResult] = []
+    requests = _LINES.of([t for _, t in tests])
+    graded: list[Graded] = []
 
     def grade(i: int, reply: Reply) -> bool:
-        index, test = tests[i]
-        results.append(_grade(index, test, reply))
-        return not (stop_on_failure and results[-1].verdict != "accepted")
+        graded.append(_grade(tests[i][1], reply))
+        return not (stop_on_failure and graded[-1][0] != "accepted")
 
-    _, result = call_values(group.runner, group.code, calls, group.limits, grade, group.network)
+    _, result = _serve(group.runner, group.code, requests, group.limits, grade, group.network)
     if result.status == "sandbox_error":  # our fault: no test result from this run stands
         return [TestResult(i, "sandbox_error", message=_tail(result)) for i, _ in tests]
-    if not (stop_on_failure and results and results[-1].verdict != "accepted"):
+    if not (stop_on_failure and graded and graded[-1][0] != "accepted"):
         failed = _verdict_of(result)
         why = _tail(result)
         if not why and failed == "runtime_error":  # ended before answering, without a word:
             why = "the submission's process is gone"  # worded as the script harness words it
-        results += [TestResult(index, failed, message=why) for index, _ in tests[len(results) :]]
-    return _measured(results, result)
+        graded += [(failed, why)] * (len(tests) - len(graded))
+    return _measured([i for i, _ in tests[: len(graded)]], graded, result)
 
 
-def _measured(results: list[TestResult], run: ExecResult) -> list[TestResult]:
+#: A call test's verdict and message, before its run is measured.
+Graded = tuple[Verdict, str]
+
+
+def _measured(indices: list[int], graded: list[Graded], run: ExecResult) -> list[TestResult]:
     """The tests of one run, with what the kernel measured of that run: its CPU and wall
     time split evenly over them (so that their sum, which the efficiency reward and the
     records use, is the run's), and its peak memory as each one's peak (the largest, which
     the memory reward uses, is the run's). Per-call figures from inside the sandbox would be
-    the submission's word; the cgroup only sees the whole run."""
-    n = max(1, len(results))
-    cpu, wall = run.cpu_s / n, run.wall_s / n
+    the submission's word; the cgroup only sees the whole run. (Each result is built once,
+    here: HumanEval+ has ~700 tests per task.)"""
+    n = max(1, len(graded))
+    cpu, wall, peak = run.cpu_s / n, run.wall_s / n, run.peak_memory_bytes
     return [
-        replace(r, cpu_s=cpu, wall_s=wall, peak_memory_bytes=run.peak_memory_bytes) for r in results
+        TestResult(index, verdict, cpu, wall, peak, message)
+        for index, (verdict, message) in zip(indices, graded, strict=True)
     ]
 
 
-def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
+def _grade(test: TestCase, reply: Reply) -> Graded:
     ok, got = reply
     if not ok:
         if str(got).startswith(("malformed", "not a plain value")):
-            return TestResult(index, "wrong_answer", message=str(got))
-        return TestResult(index, "runtime_error", message=str(got))
+            return "wrong_answer", str(got)
+        return "runtime_error", str(got)
     want = test.expected_value
     op = test.options.get("python_op")
     if op is not None:
@@ -194,15 +263,15 @@ def _grade(index: int, test: TestCase, reply: Reply) -> TestResult:
         # submission can take part in it).
         same, shown = _assertion(op, got, want, test.options)
         if same:
-            return TestResult(index, "accepted")
-        return TestResult(index, "wrong_answer", message=f"expected {shown}, got {_show(got)}")
+            return "accepted", ""
+        return "wrong_answer", f"expected {shown}, got {_show(got)}"
     atol, rtol = float(test.options.get("atol", 0.0)), float(test.options.get("rtol", 0.0))
     if test.options.get("tuples_as_lists"):
         got = values.tuples_to_lists(got)
     for candidate in (want, *test.options.get("also", [])):
         if values.equal(got, candidate, atol, rtol):
-            return TestResult(index, "accepted")
-    return TestResult(index, "wrong_answer", message=f"expected {_show(want)}, got {_show(got)}")
+            return "accepted", ""
+    return "wrong_answer", f"expected {_show(want)}, got {_show(got)}"
 
 
 def _show(value: Any) -> str:
