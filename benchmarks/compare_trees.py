@@ -6,7 +6,10 @@ interleave, so drift hits both).
 
 ``--work calls`` judges a real call-test sample instead of each run: HumanEval/0's
 reference (``../shared/corpora``), its 7 tests in one sandbox run of the call server, as
-``assay eval`` judges a sample.
+``assay eval`` judges a sample. ``--work plus`` judges the same reference on HumanEval+'s
+1,006 tests of that task (expected values computed by running the canonical solution in the
+sandbox first), where the trusted side's work per test (encoding the calls, parsing and
+grading the replies) outweighs the run's.
 
 Each round starts a fresh process per tree, with ``PYTHONPATH=<tree>/src``; the figures are
 medians over the rounds. Ends with one JSON line.
@@ -14,6 +17,7 @@ medians over the rounds. Ends with one JSON line.
     git archive OLD | tar -x -C /tmp/old && git archive NEW | tar -x -C /tmp/new
     .venv/bin/python benchmarks/compare_trees.py /tmp/old /tmp/new [--rounds 6] [--seconds 4]
     .venv/bin/python benchmarks/compare_trees.py /tmp/old /tmp/new --work calls
+    .venv/bin/python benchmarks/compare_trees.py /tmp/old /tmp/new --work plus --rounds 4
 """
 
 from __future__ import annotations
@@ -35,13 +39,21 @@ sys.path.insert(0, sys.argv[1])
 from sandbox_overhead import print_one
 
 runner, sandboxed, _bare = print_one(sys.argv[3])
-if sys.argv[4] == "calls":
+if sys.argv[4] in ("calls", "plus"):
     from pathlib import Path
     from assay import formats
     from assay.judge import Judge, Submission
 
-    data = Path(sys.argv[1]).parents[1] / "shared" / "corpora" / "humaneval" / "HumanEval.jsonl.gz"
-    problem = next(p for p in formats.load(data, "humaneval") if p.id == "HumanEval/0")
+    corpora = Path(sys.argv[1]).parents[1] / "shared" / "corpora"
+    if sys.argv[4] == "calls":
+        data = corpora / "humaneval" / "HumanEval.jsonl.gz"
+        problem = next(p for p in formats.load(data, "humaneval") if p.id == "HumanEval/0")
+    else:
+        from assay.formats.evalplus import with_expected
+
+        data = corpora / "humanevalplus" / "HumanEvalPlus.jsonl.gz"
+        problem = next(p for p in formats.load(data, "humanevalplus") if p.id == "HumanEval/0")
+        problem = with_expected(runner, problem)
     sample, judge = Submission(problem, problem.references[0]), Judge(runner)
 
     def sandboxed():
@@ -95,9 +107,10 @@ def main() -> None:
     ap.add_argument("--python", default="/usr/bin/python3", help="the sandbox's interpreter")
     ap.add_argument(
         "--work",
-        choices=("print", "calls"),
+        choices=("print", "calls", "plus"),
         default="print",
-        help="each run: print(1), or a judged call-test sample (HumanEval/0's reference)",
+        help="each run: print(1), or a judged call-test sample: HumanEval/0's reference "
+        "(calls: its 7 tests; plus: HumanEval+'s 1,006)",
     )
     args = ap.parse_args()
     for tree in args.trees:
