@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import weakref
 
 import pytest
 
@@ -429,7 +430,8 @@ def test_a_tests_request_line_is_encoded_once_and_checked_by_identity(
     assert calls._LINES.of(problem.tests) == [line("cube", [2]), line("cube", [3])]
 
     other = _call("cube", [4], 64)
-    calls._LINES._lines[id(other)] = (problem.tests[0], b"a stale line\n")  # a reused id
+    stale = (weakref.ref(problem.tests[0]), b"a stale line\n")
+    calls._LINES._lines[id(other)] = stale  # as if another test had had its id
     assert calls._LINES.of([other]) == [line("cube", [4])]
 
 
@@ -442,3 +444,19 @@ def test_request_lines_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> 
     assert cache._bytes <= 1000 and len(cache._lines) < 30
     assert cache._bytes == sum(len(line) for _t, line in cache._lines.values())
     assert id(tests[-1]) in cache._lines and id(tests[0]) not in cache._lines
+
+
+def test_request_lines_do_not_keep_their_tests_alive() -> None:
+    """A service builds a problem per request: its tests' lines go with them."""
+    import gc
+
+    cache = calls._Lines()
+    tests = [_call("f", [i], None) for i in range(50)]
+    assert cache.of(tests) == [calls._line("f", [i]) for i in range(50)]
+    assert len(cache._lines) == 50
+    del tests
+    gc.collect()
+    kept = _call("g", [1], None)
+    assert cache.of([kept]) == [calls._line("g", [1])]  # the dead are purged on the way
+    assert list(cache._lines) == [id(kept)]
+    assert cache._bytes == len(calls._line("g", [1]))

@@ -15,6 +15,7 @@ import select
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -77,20 +78,25 @@ class _Lines:
     """Each call test's request line, encoded once per test object: a problem's tests are
     judged for every sample (a HumanEval task's 7 cost ~56 us per sample to encode, and
     HumanEval+'s hundreds per task cost milliseconds). Keyed by the object's id and checked
-    by identity (a ``TestCase`` is frozen, and holds no weak reference), the least recently
-    used dropped past :data:`MAX_BYTES`."""
+    by identity through a weak reference (a ``TestCase`` is frozen and unhashable), so a
+    test that is gone (a service's per-request problem) takes its line with it; the least
+    recently used are dropped past :data:`MAX_BYTES`."""
 
     MAX_BYTES = 64 << 20
 
     def __init__(self) -> None:
-        self._lines: collections.OrderedDict[int, tuple[TestCase, bytes]] = (
+        self._lines: collections.OrderedDict[int, tuple[weakref.ref[TestCase], bytes]] = (
             collections.OrderedDict()
         )
         self._bytes = 0
         self._lock = threading.Lock()
+        #: Ids of tests that died (appended by their weak references' callbacks, which may
+        #: run in any thread at any allocation: nothing there but an atomic append).
+        self._dead: collections.deque[int] = collections.deque()
 
     def of(self, tests: list[TestCase]) -> list[bytes]:
         with self._lock:
+            self._purge()
             found = [self._get(t) for t in tests]
         missing = {
             id(t): (t, _line(t.options["fn_name"], list(t.options["args"])))
@@ -98,11 +104,13 @@ class _Lines:
             if line is None
         }
         if missing:
+            dead = self._dead
             with self._lock:
-                for key, entry in missing.items():
-                    old = self._lines.pop(key, None)
-                    self._bytes += len(entry[1]) - (len(old[1]) if old else 0)
-                    self._lines[key] = entry
+                for key, (test, line) in missing.items():
+                    self._drop(key)
+                    ref = weakref.ref(test, _on_death(dead, key))
+                    self._lines[key] = (ref, line)
+                    self._bytes += len(line)
                 while self._bytes > self.MAX_BYTES and self._lines:
                     self._bytes -= len(self._lines.popitem(last=False)[1][1])
         return [
@@ -112,10 +120,28 @@ class _Lines:
 
     def _get(self, test: TestCase) -> bytes | None:
         entry = self._lines.get(id(test))
-        if entry is None or entry[0] is not test:
+        if entry is None or entry[0]() is not test:
             return None
         self._lines.move_to_end(id(test))
         return entry[1]
+
+    def _drop(self, key: int) -> None:
+        entry = self._lines.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry[1])
+
+    def _purge(self) -> None:
+        """Drop the lines of tests that died (unless their id serves a new test now)."""
+        while self._dead:
+            key = self._dead.popleft()
+            entry = self._lines.get(key)
+            if entry is not None and entry[0]() is None:
+                self._drop(key)
+
+
+def _on_death(dead: collections.deque[int], key: int) -> Callable[[Any], None]:
+    """A weak reference's callback that says its test (id ``key``) died."""
+    return lambda _ref: dead.append(key)
 
 
 _LINES = _Lines()

@@ -31,7 +31,7 @@ STATUS_TO_VERDICT: dict[str, Verdict] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # the judge caches by test object
 class TestCase:
     """One test. ``stdio``: ``input`` -> ``expected`` output (compared by ``compare``)."""
 
