@@ -1,7 +1,9 @@
 """Same input, same verdict: CodeT samples judged once with 1 worker on an idle machine and
 once with all workers while CPU hogs run beside them; the verdicts must be identical.
+``--tiers`` judges them on the default tier and under gVisor instead (2 workers each).
 
     .venv/bin/python benchmarks/verdict_stability.py [--limit 500] [--hogs 8]
+    .venv/bin/python benchmarks/verdict_stability.py --tiers --limit 2500
 
 Ends with one JSON line: ``samples``, ``identical``, ``differences``.
 """
@@ -19,13 +21,17 @@ from eval_throughput import CORPORA, load
 
 from assay import Runner, formats
 from assay.judge import Judge, Submission
+from assay.sandbox import SandboxConfig
+from assay.sandbox.gvisor import available
 
 
-def judge_all(pairs: list[tuple[dict[str, str], str]], workers: int) -> list[str]:
+def judge_all(
+    pairs: list[tuple[dict[str, str], str]], workers: int, isolation: str = "default"
+) -> list[str]:
     problems = {
         p.id: p for p in formats.load(CORPORA / "humaneval" / "HumanEval.jsonl.gz", "humaneval")
     }
-    with Runner() as runner:
+    with Runner(config=SandboxConfig(isolation=isolation)) as runner:
         judge = Judge(runner)
 
         def one(pair: tuple[dict[str, str], str]) -> str:
@@ -44,10 +50,18 @@ def main() -> None:
     )
     ap.add_argument("--limit", type=int, default=500)
     ap.add_argument("--hogs", type=int, default=8)
+    ap.add_argument("--tiers", action="store_true", help="default tier against gVisor")
     args = ap.parse_args()
     pairs = load()
     step = len(pairs) / args.limit
     pairs = [pairs[int(i * step)] for i in range(args.limit)]
+    if args.tiers:
+        ok, why = available()
+        if not ok:
+            raise SystemExit(f"the gVisor tier is not available here: {why}")
+        first, second = judge_all(pairs, 2), judge_all(pairs, 2, "gvisor")
+        report(pairs, first, second, "on the default tier vs under gVisor")
+        return
     idle = judge_all(pairs, 1)
     hogs = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
@@ -59,10 +73,14 @@ def main() -> None:
         for h in hogs:
             h.kill()
             h.wait()
-    diffs = [(p[0]["task_id"], a, b) for p, a, b in zip(pairs, idle, busy, strict=True) if a != b]
+    report(pairs, idle, busy, "idle vs loaded")
+
+
+def report(pairs: list[tuple[dict[str, str], str]], a: list[str], b: list[str], how: str) -> None:
+    diffs = [(p[0]["task_id"], x, y) for p, x, y in zip(pairs, a, b, strict=True) if x != y]
     for d in diffs:
         print("DIFFERENT", *d)
-    print(f"{len(pairs)} samples: {len(pairs) - len(diffs)} identical verdicts idle vs loaded")
+    print(f"{len(pairs)} samples: {len(pairs) - len(diffs)} identical verdicts {how}")
     print(
         json.dumps(
             {"samples": len(pairs), "identical": len(pairs) - len(diffs), "differences": len(diffs)}
