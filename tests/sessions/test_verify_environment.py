@@ -84,6 +84,17 @@ def test_a_limit_that_is_hit_is_named(runner: Runner) -> None:
     )
 
 
+def test_the_workspace_does_not_take_the_tests_memory(runner: Runner) -> None:
+    """The workspace is staged in the run's memory (a tmpfs): the task's memory limit is the
+    tests' own on top of it. A 100 MiB workspace left these tests 60 of their 160 MiB, and
+    the task could not be verified (sandbox_error: its own workspace's run did not end)."""
+    tests = TESTS.replace("    assert", "    ballast = bytearray(80 << 20)\n    assert")
+    blob = "x" * (100 << 20)
+    task = _task({"blob.bin": blob}, tests, limits={"memory_mb": 160, "time_s": 30})
+    v = _verify(runner, task, {"calc.py": FIXED})
+    assert (v.verdict, v.reward) == ("accepted", 1.0), v.reason
+
+
 @pytest.mark.slow
 def test_a_session_holds_a_workspace_larger_than_its_default_disk(runner: Runner) -> None:
     """280 MiB of files (the session's default disk is 256 MiB): the session is sized for

@@ -280,10 +280,15 @@ def run_tests(
         (f"{RUNNER_DIR}/spec.json", json.dumps(spec).encode(), 0o444),
         (f"{RUNNER_DIR}/pytest.ini", b"[pytest]\n", 0o444),
     ]
-    # The workspace is staged on the run's tmpfs: the task's disk limit is what the tests
-    # may write on top of it.
+    # The workspace is staged on the run's tmpfs, which is memory charged to the run: the
+    # task's disk and memory limits are what the tests may write and use on top of it (a
+    # 100 MiB workspace left a task's tests 60 of its 160 MiB, and the task unverifiable).
     need_mb = -(-files_disk_bytes(files) // (1 << 20))
-    limits = replace(task.limits, disk_mb=task.limits.disk_mb + need_mb)
+    limits = replace(
+        task.limits,
+        disk_mb=task.limits.disk_mb + need_mb,
+        memory_mb=task.limits.memory_mb + need_mb,
+    )
     if limits.disk_mb > defaults.VERIFY_MAX_DISK_MB:
         return TestRun(
             sandbox_error=f"the workspace takes {need_mb} MiB, over the verification disk limit "

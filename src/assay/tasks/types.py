@@ -21,7 +21,7 @@ tests the agent never sees. Fields (``AgentTask.from_dict``):
   ``test_names`` live in, the files a ``test_command`` names, pytest's configuration
   files and every ``conftest.py`` of the workspace are always protected), ``reference_patch`` (optional unified diff),
   ``limits`` (optional: ``time_s``, ``memory_mb``, ``disk_mb`` of one verification; the
-  staged workspace comes on top of ``disk_mb``), ``metadata``;
+  staged workspace comes on top of ``disk_mb`` and of ``memory_mb``), ``metadata``;
 - ``strict_values`` (optional, default false): ``==`` in the hidden tests' asserts refuses
   non-builtin objects compared with plain values (:mod:`assay.tasks.strict`).
 """
