@@ -41,6 +41,9 @@ class SlotHandle:
         self.runs = 0
         #: The slot's own host uid (== gid), None when every slot shares one.
         self.uid: int | None = None
+        #: Whether the slot's init does its work between runs at idle priority (launcher.c's
+        #: ``assay_background_idle``; known once the slot is ready).
+        self.background_idle = False
 
     def wait_ready(self, timeout: float) -> bool:
         if self.pidfd is not None:
@@ -60,6 +63,7 @@ class SlotHandle:
             self.error = str((msg or {}).get("message", "sandbox init exited"))
             return False
         self.pidfd = fds[0]
+        self.background_idle = bool(msg.get("background_idle"))
         return True
 
     def wait_armed(self, timeout: float) -> bool:

@@ -383,13 +383,51 @@ static void drop_message(int sock) {
     for (int i = 0, n = received_fds(&mh, fds); i < n; i++) close(fds[i]);
 }
 
+/* -- the slot's background work at idle priority ------------------------------------- */
+
+/* After a run's exit record is sent, the init resets the slot and forks and arms the next
+ * program process: work no caller waits for while the slot's next run is not asked for.
+ * It runs as SCHED_IDLE, so a CPU doing only that counts as idle when a run's process
+ * wakes (it is put there and preempts it at once) instead of queueing that process
+ * behind it while the other CPU idles, and the background work fills the CPUs' idle
+ * moments. At the hand-over the program process and the init go back to SCHED_OTHER:
+ * a program never runs at idle priority, and the init reaps and reports at normal
+ * priority. Only where a process can come back from SCHED_IDLE (CAP_SYS_NICE in the
+ * host's user namespace, or RLIMIT_NICE): assay_background_idle tries the round trip in
+ * a child first, so the init is never left at idle priority. */
+static int background_idle;
+
+static int set_policy(pid_t pid, int policy) {
+    struct sched_param none = {0};
+    return sched_setscheduler(pid, policy, &none);
+}
+
+/* 1 when the slot's background work runs at idle priority from now on, 0 when it cannot
+   (it never does then), -1 with errno set when the trial failed to run. */
+int assay_background_idle(void) {
+    background_idle = 0;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) _exit(set_policy(0, SCHED_IDLE) == 0 && set_policy(0, SCHED_OTHER) == 0 ? 0 : 1);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    background_idle = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    return background_idle;
+}
+
+/* Back to normal priority (a program process the init forks in Python inherits it): 0, or
+   -1 with errno set. */
+int assay_foreground(void) { return background_idle ? set_policy(0, SCHED_OTHER) : 0; }
+
 /*
  * The init S's steps after it forked (or spawned) the run's program process `child`, as
  * slot.py's Python path does them:
  *
  *   hand-over (when *pidfd_io < 0): close the program's ends (request socket `req_prog`,
  *     the collect pipe's write end, the cgroup fds), open a pidfd on it (*pidfd_io), wait
- *     for the program's own "armed" on `req_sup` (or its death, or an order), and send the
+ *     for the program's own "armed" on `req_sup` (or its death, or an order), bring both
+ *     processes back to normal priority (see assay_background_idle), and send the
  *     supervisor "armed" with the request socket `req_sup` (then closed);
  *   wait: until the program process exits, reaping every other child as it exits (an init
  *     must: orphans are reparented to it) and killing every process of the namespace on a
@@ -397,8 +435,9 @@ static void drop_message(int sock) {
  *     again; the supervisor's hang-up kills everything and ends S;
  *   end: kill whatever the program left, reap it, and write the exit record into `record`.
  *     Returns 3 when the program asked for files to be collected (slot.py collects and
- *     sends the record); else sends the record, closes `collect_r`, gives the slot a fresh
- *     tmpfs and ruleset (assay_reset_slot), and returns 0.
+ *     sends the record); else sends the record, goes to idle priority (when
+ *     assay_background_idle found it can come back), closes `collect_r`, gives the slot a
+ *     fresh tmpfs and ruleset (assay_reset_slot), and returns 0.
  *
  * -1: the hand-over failed, -2: a later step (errno set; slot.py reports and exits).
  */
@@ -420,6 +459,11 @@ int assay_slot_run(int status, int child, int *pidfd_io, int req_prog, int colle
         struct pollfd armed[3] = {{req_sup, POLLIN, 0}, {pidfd, POLLIN, 0}, {status, POLLIN, 0}};
         while (poll(armed, 3, -1) < 0 && errno == EINTR) {
         }
+        /* The program process (armed, or gone: ESRCH) and this process at normal priority
+           before the supervisor can send the request. */
+        if (background_idle &&
+            ((set_policy(child, SCHED_OTHER) != 0 && errno != ESRCH) || assay_foreground() != 0))
+            return -1;
         int sent = send_fd(status, ARMED_MSG, sizeof ARMED_MSG - 1, req_sup);
         close(req_sup);
         if (sent != 0) return -1;
@@ -517,6 +561,7 @@ int assay_slot_run(int status, int child, int *pidfd_io, int req_prog, int colle
     if (ioctl(collect_r, FIONREAD, &pending) != 0) return -2;
     if (pending > 0) return 3;
     if (send(status, record, (size_t)len, MSG_NOSIGNAL) != len) return -2;
+    if (background_idle) set_policy(0, SCHED_IDLE); /* the rest is background work */
     close(collect_r);
     if (assay_reset_slot(1) != 0) return -2;
     return 0;

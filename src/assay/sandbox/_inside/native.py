@@ -42,6 +42,8 @@ class Native:
             strings, ull,
         )  # fmt: skip
         self._reset_slot = _function(lib, "assay_reset_slot", i)
+        self._background_idle = _function(lib, "assay_background_idle")
+        self._foreground = _function(lib, "assay_foreground")
         self._ruleset = _function(lib, "assay_ruleset")
         self._reset_args: tuple[Any, ...] = ()
         self._reset_steps: list[str] = []
@@ -192,6 +194,24 @@ class Native:
         if res < 0:
             err = ctypes.get_errno()
             raise OSError(err, f"{self._reset_steps[-res - 11]}: {os.strerror(err)}")
+
+    def background_idle(self) -> bool:
+        """Have the slot's background work (its reset after a run, the arming of the next
+        program process) run at idle priority from now on, where this process can come
+        back from it (launcher.c's ``assay_background_idle``); whether it does. Raises
+        OSError if the trial could not run."""
+        res = int(self._background_idle())
+        if res < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"idle-priority trial: {os.strerror(err)}")
+        return res == 1
+
+    def foreground(self) -> None:
+        """Back to normal priority, before forking a program process outside the C steps
+        (which do it at the hand-over)."""
+        if self._foreground() != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"back to normal priority: {os.strerror(err)}")
 
     @property
     def ruleset(self) -> int:

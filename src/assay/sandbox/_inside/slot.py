@@ -76,6 +76,10 @@ class Slot:
         self.bpf_net = -1
         #: Whether ``lo`` of the slot's network namespace is up (for loopback runs only).
         self.lo_up = False
+        #: Whether the C steps run the slot's background work at idle priority (launcher.c's
+        #: ``assay_background_idle``): this process is then at idle priority between a
+        #: run's exit record and the next hand-over.
+        self.background_idle = False
 
     def serve(self, cfg: dict[str, Any], max_runs: int) -> None:
         """Set the slot up (``cfg``: the fork server's configuration), then serve at most
@@ -95,6 +99,8 @@ class Slot:
             os.environ.update(cfg["default_env"])
             self._prepare_reset(cfg)
             self._reset(drop=False)  # the first tmpfs
+            if self.arming.native is not None:
+                self.background_idle = self.arming.native.background_idle()
             if self.arming.filter is not None:
                 self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
                 os.write(self.bpf, self.arming.filter.bpf)
@@ -102,7 +108,9 @@ class Slot:
                 self.bpf_net = os.memfd_create("seccomp-net", os.MFD_CLOEXEC)
                 os.write(self.bpf_net, self.arming_net.filter.bpf)
             pidfd = os.pidfd_open(os.getpid())
-            wire.send(self.status, {"kind": "ready"}, [pidfd])
+            wire.send(
+                self.status, {"kind": "ready", "background_idle": self.background_idle}, [pidfd]
+            )
             os.close(pidfd)
         except BaseException as exc:
             report_error(self.status, "slot setup", exc)
@@ -212,6 +220,8 @@ class Slot:
             os.close(fd)
             native = self.arming.native
             if native is not None and len(cg_fds) > 16:
+                if self.background_idle:  # the Python steps have no hand-over from idle
+                    native.foreground()
                 native = None  # more hierarchies than the C steps take: the Python steps
             first: Callable[[], int] | None = None  # the run's first wait, if already done
             if launcher:

@@ -1,0 +1,110 @@
+"""A slot's work between runs at idle priority, its runs' processes never.
+
+After a run's exit record the slot's init resets the slot and forks and arms the next
+program process as SCHED_IDLE, and at the hand-over both go back to SCHED_OTHER
+(launcher.c's ``assay_background_idle``): only where a process can come back from
+SCHED_IDLE, which the init tries in a child first. A program must never run at idle
+priority: its wall time would then depend on what else the host runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from assay import Runner, SandboxConfig
+from assay.sandbox import Sandbox
+from assay.sandbox._slots import SlotHandle
+
+POLICY_PY = "import os\nprint(os.sched_getscheduler(0))\n"
+# bash's own /proc/self/stat (a redirect of a builtin): the policy is field 41, the 39th
+# after the command name.
+POLICY_SH = 'read -r s < /proc/self/stat; set -- ${s##*) }; echo "${39}"\n'
+CAP_SYS_NICE = 23
+
+
+def _can_come_back_from_idle() -> bool:
+    """What the slot's init can do here (this test runs the supervisor as root, with no
+    user namespace): leave SCHED_IDLE again, with CAP_SYS_NICE or a high RLIMIT_NICE."""
+    if os.geteuid() != 0:
+        pytest.skip("the supervisor runs as root in this test")
+    with open("/proc/self/status") as fh:
+        caps = next(line for line in fh if line.startswith("CapEff:"))
+    import resource
+
+    return bool(int(caps.split()[1], 16) >> CAP_SYS_NICE & 1) or (
+        resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20
+    )
+
+
+def _pid(pidfd: int) -> int:
+    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
+        return int(next(line for line in fh if line.startswith("Pid:")).split()[1])
+
+
+def _until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.005)
+    return check()
+
+
+def test_programs_run_at_normal_priority_whatever_the_slot_did_before() -> None:
+    with Runner(Sandbox(SandboxConfig(), pool_size=2)) as runner:
+        with ThreadPoolExecutor(2) as pool:
+            py = list(pool.map(lambda _: runner.run(POLICY_PY), range(40)))
+            sh = list(pool.map(lambda _: runner.run(POLICY_SH, "bash"), range(10)))
+        slots = [s for kind in runner.sandbox._idle.values() for s in kind]
+    for r in py + sh:
+        assert r.status == "ok", r
+        assert r.stdout == f"{os.SCHED_OTHER}\n".encode(), r.stdout
+    assert slots and all(s.background_idle == _can_come_back_from_idle() for s in slots)
+
+
+def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not _can_come_back_from_idle():
+        pytest.skip("no CAP_SYS_NICE here: the slot's init never goes to idle priority")
+    sandbox = Sandbox(SandboxConfig(), pool_size=1)
+    with Runner(sandbox) as runner:
+        assert runner.run("pass").status == "ok"
+        (slot,) = sandbox._idle[False, False]
+        init = _pid(slot.pidfd) if slot.pidfd is not None else -1
+        # Armed (the hand-over done): the init waits for the program at normal priority.
+        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
+        left: list[SlotHandle] = []
+        arm = sandbox._arm
+        monkeypatch.setattr(sandbox, "_arm", left.append)  # the next run's slot not re-armed
+        assert runner.run("pass").status == "ok"
+        assert left == [slot]
+        # The record sent: the reset and the wait for an arm order at idle priority.
+        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
+        time.sleep(0.2)
+        assert os.sched_getscheduler(init) == os.SCHED_IDLE
+        monkeypatch.setattr(sandbox, "_arm", arm)
+        arm(slot)
+        slot.try_complete()
+        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
+        r = runner.run(POLICY_PY)
+        assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+
+
+def test_the_python_steps_never_idle() -> None:
+    """Without the C library (a host with no compiler) the init's steps are Python's, which
+    have no hand-over back from idle priority: the init stays at normal priority."""
+    sandbox = Sandbox(SandboxConfig(launcher=False), pool_size=1)
+    with Runner(sandbox) as runner:
+        for _ in range(3):
+            r = runner.run(POLICY_PY)
+            assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+        (slot,) = sandbox._idle[False, False]
+        assert not slot.background_idle
+        assert slot.pidfd is not None
+        assert os.sched_getscheduler(_pid(slot.pidfd)) == os.SCHED_OTHER
