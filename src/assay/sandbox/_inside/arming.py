@@ -28,6 +28,7 @@ class Arming:
         "cap_hdr",
         "cap_last",
         "default_env",
+        "default_env_spec",
         "filter",
         "gid",
         "landlock_abi",
@@ -58,6 +59,15 @@ class Arming:
         self.userns: bool = cfg["userns"]
         #: The environment of most runs, set once in the slot's init.
         self.default_env: dict[str, str] = cfg["default_env"]
+        #: The same as the supervisor puts it in a spec: the count, and each NAME=value
+        #: NUL-terminated (see program.program_head).
+        self.default_env_spec = (
+            str(len(self.default_env)).encode(),
+            b"".join(
+                f"{k}={v}".encode("utf-8", "surrogateescape") + b"\0"
+                for k, v in self.default_env.items()
+            ),
+        )
         #: The seccomp filter, compiled once in the fork server (None: opted out).
         self.filter = filter
         #: launcher.c's set-up steps as a library (None: the Python steps are used).

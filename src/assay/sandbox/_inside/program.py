@@ -22,6 +22,9 @@ from . import landlock, linux, pyrun, rootfs, wire
 if TYPE_CHECKING:
     from .arming import Arming
 
+    #: A program process's mode, argv and env (None: the slot's default): program_head.
+    Head = tuple[str, list[str], dict[str, str] | None]
+
 # fds of a run request, sent by the supervisor straight to the armed program process:
 # stdout, stderr, file contents, stdin, spec, then the caller's extra fds.
 R_STDOUT, R_STDERR, R_FILES, R_STDIN, R_SPEC = range(5)
@@ -68,6 +71,25 @@ class Spec:
         return cls(t[0], argv, env, rl, files, collect)
 
 
+def program_head(data: bytes, default_env: tuple[bytes, bytes]) -> Head:
+    """What a program process still needs of its spec once launcher.c's steps have taken
+    the request (files, stdio and rlimits are done): its mode, argv and env, the env None
+    when it is the slot's default (``default_env``: the count and the NUL-terminated tokens
+    the supervisor encodes it as), which ``os.environ`` already holds. It builds a few
+    objects, not the whole spec's (~40): each object a run makes is written on a page the
+    program process shares with the slot's init, which the kernel then copies."""
+    mode, argc, rest = data.split(b"\0", 2)
+    n = int(argc)
+    t = rest.split(b"\0", n + 1)
+    if n == 1:
+        argv = [t[0].decode("utf-8", "surrogateescape")]
+    else:
+        argv = [token.decode("utf-8", "surrogateescape") for token in t[:n]]
+    if t[n] == default_env[0] and t[n + 1].startswith(default_env[1]):
+        return mode.decode(), argv, None
+    return mode.decode(), argv, Spec.parse(data).env
+
+
 def run_program(
     a: Arming, cg_fds: list[int], req: socket.socket, collect_w: int, ruleset: int
 ) -> None:
@@ -86,32 +108,32 @@ def run_program(
         if not a.native.arm(a.uid, a.gid, cg_fds, ruleset, fd, bpf):
             os._exit(126)
         os.write(fd, wire.ARMED)  # one record on the SEQPACKET socket
-        spec = Spec.parse(a.native.take(fd, collect_w))
+        head = program_head(a.native.take(fd, collect_w), a.default_env_spec)
     else:
         spec = _arm_and_take(a, cg_fds, req, collect_w, ruleset)
-    start(a, spec)
+        head = (spec.mode, spec.argv, None if spec.env == a.default_env else spec.env)
+    start(a, *head)
 
 
-def start(a: Arming, spec: Spec) -> None:
-    """Run the program of an armed process whose request is taken (``spec``): never returns."""
-    # The slot's init set os.environ to default_env; comparing plain dicts costs ~10 us,
-    # comparing against os.environ (an encoding mapping) ~0.2 ms of copy-on-write faults.
-    if spec.mode == "python" and spec.env != a.default_env:
+def start(a: Arming, mode: str, argv: list[str], env: dict[str, str] | None) -> None:
+    """Run the program of an armed process whose request is taken: never returns. ``env``:
+    None for the slot's default, which the slot's init set ``os.environ`` to (comparing
+    against os.environ, an encoding mapping, costs ~0.2 ms of copy-on-write faults)."""
+    if mode == "python" and env is not None:
         os.environ.clear()
-        os.environ.update(spec.env)
+        os.environ.update(env)
     # Objects the slot's init made since the fork server froze its heap are still "young":
     # the program's first collection would walk them and rewrite their headers, copying
     # their pages (and, depending on what the server happened to import, ~2 ms per run).
     # Freezing is O(1): it splices the generation lists onto the permanent one.
     gc.freeze()
     gc.enable()  # programs get the interpreter they expect
-    argv = spec.argv
-    if spec.mode == "python":
+    if mode == "python":
         pyrun.run(argv[0], argv, a.base_path)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     try:
-        os.execve(argv[0], argv, spec.env)
+        os.execve(argv[0], argv, a.default_env if env is None else env)
     except OSError as exc:
         _stderr_line(f"assay sandbox: cannot execute {argv[0]}: {exc.strerror}")
         os._exit(127)

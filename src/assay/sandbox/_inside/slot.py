@@ -310,7 +310,7 @@ class Slot:
         if pid == 0:  # the program process, armed, its request taken
             # C closed these fds: no object may close them again once the program reuses them.
             self.status.detach()
-            program.start(arming, program.Spec.parse(native.spec()))
+            program.start(arming, *program.program_head(native.spec(), arming.default_env_spec))
         return pid
 
     def _native_after_fork(
