@@ -10,6 +10,7 @@ priority: its wall time would then depend on what else the host runs.
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -79,21 +80,88 @@ def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
         init = _pid(slot.pidfd) if slot.pidfd is not None else -1
         # Armed (the hand-over done): the init waits for the program at normal priority.
         assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
-        left: list[SlotHandle] = []
+        left: list[tuple[SlotHandle, bool]] = []
         arm = sandbox._arm
-        monkeypatch.setattr(sandbox, "_arm", left.append)  # the next run's slot not re-armed
+        # The next run's slot is not re-armed after it.
+        monkeypatch.setattr(sandbox, "_arm", lambda s, idle=False: left.append((s, idle)))
         assert runner.run("pass").status == "ok"
-        assert left == [slot]
-        # The record sent: the reset and the wait for an arm order at idle priority.
+        assert left == [(slot, True)]  # no other run going on: its next one may idle after
+        # That run's arm order (after the first run) allowed it: the record sent, the reset
+        # and the wait for an arm order at idle priority.
         assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
         time.sleep(0.2)
         assert os.sched_getscheduler(init) == os.SCHED_IDLE
         monkeypatch.setattr(sandbox, "_arm", arm)
-        arm(slot)
+        arm(slot, False)
         slot.try_complete()
         assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
         r = runner.run(POLICY_PY)
         assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+        # Its arm order said not to idle: after this run the init stays at normal priority.
+        time.sleep(0.2)
+        assert os.sched_getscheduler(init) == os.SCHED_OTHER
+
+
+def test_a_caller_waiting_for_an_idle_slot_brings_it_back_to_normal_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not _can_come_back_from_idle():
+        pytest.skip("no CAP_SYS_NICE here: the slot's init never goes to idle priority")
+    sandbox = Sandbox(SandboxConfig(), pool_size=1)
+    with Runner(sandbox) as runner:
+        for _ in range(2):  # the second run's arm order allows idling after it
+            assert runner.run("pass").status == "ok"
+        (slot,) = sandbox._idle[False, False]
+        init = _pid(slot.pidfd) if slot.pidfd is not None else -1
+        arm = sandbox._arm
+        monkeypatch.setattr(sandbox, "_arm", lambda s, idle=False: None)
+        assert runner.run("pass").status == "ok"
+        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
+        # The init held still (as if other work starved it), its arm order sent: a caller
+        # waiting for the slot brings it back to normal priority, and again while it waits.
+        boosts: list[int] = []
+        real_boost = SlotHandle.boost
+        monkeypatch.setattr(SlotHandle, "boost", lambda s: (boosts.append(1), real_boost(s)))
+        os.kill(init, signal.SIGSTOP)
+        try:
+            arm(slot, True)
+            with ThreadPoolExecutor(1) as pool:
+                waiting = pool.submit(slot.wait_armed, 30.0)
+                assert _until(lambda: len(boosts) >= 2)
+                assert os.sched_getscheduler(init) == os.SCHED_OTHER
+                assert not waiting.done()
+                os.kill(init, signal.SIGCONT)
+                assert waiting.result(30)
+        finally:
+            os.kill(init, signal.SIGCONT)
+        r = runner.run(POLICY_PY)
+        assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+
+
+def test_runs_beyond_the_cpus_keep_the_slots_work_at_normal_priority(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With as many runs going on as CPUs, a released slot's next arm order does not allow
+    idling: runs wait for slots then, and idle-priority work would starve under them."""
+    sandbox = Sandbox(SandboxConfig(), pool_size=4)
+    orders: list[bool] = []
+    real_arm = SlotHandle.arm
+    monkeypatch.setattr(
+        SlotHandle, "arm", lambda s, cg, idle=False: (orders.append(idle), real_arm(s, cg, idle))
+    )
+    monkeypatch.setattr(sandbox, "_ncpu", 2)
+    with Runner(sandbox) as runner:
+        sandbox.warm_up(4, 0)
+        orders.clear()
+        with ThreadPoolExecutor(4) as pool:  # they end one by one, 0.3 s apart
+            rs = list(
+                pool.map(
+                    lambda i: runner.run(f"import time; time.sleep({0.3 * (i + 1)})"), range(4)
+                )
+            )
+        assert all(r.status == "ok" for r in rs), rs
+    # Released with 3, 2, 1 and 0 runs still going on, on 2 CPUs.
+    assert orders == [False, False, True, True]
 
 
 def test_the_python_steps_never_idle() -> None:

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from .. import defaults
 from ._inside import wire
@@ -42,8 +43,9 @@ class SlotHandle:
         #: The slot's own host uid (== gid), None when every slot shares one.
         self.uid: int | None = None
         #: Whether the slot's init does its work between runs at idle priority (launcher.c's
-        #: ``assay_background_idle``; known once the slot is ready).
+        #: ``assay_background_idle``; known once the slot is ready), and its host pid then.
         self.background_idle = False
+        self.init_pid: int | None = None
 
     def wait_ready(self, timeout: float) -> bool:
         if self.pidfd is not None:
@@ -64,12 +66,41 @@ class SlotHandle:
             return False
         self.pidfd = fds[0]
         self.background_idle = bool(msg.get("background_idle"))
+        if self.background_idle:
+            self.init_pid = _pid_of(self.pidfd)
         return True
 
     def wait_armed(self, timeout: float) -> bool:
         """Receive the armed program process's request socket from the slot's init, then its
         own "armed"; the request then goes to it directly."""
-        return self._take_armed(timeout)
+        if not self.background_idle:
+            return self._take_armed(timeout)
+        end = time.monotonic() + timeout
+        while not self._take_armed(None):
+            if self.error:
+                return False
+            # A caller waits: the slot's arming is no longer background work. Again every
+            # 50 ms: the init goes to idle priority after its record, which a first boost
+            # can come before (the supervisor can run between its send and that call).
+            self.boost()
+            left = end - time.monotonic()
+            if left <= 0:
+                self.error = "timed out"
+                return False
+            readable(self.sock if self.req_sock is None else self.req_sock, min(0.05, left))
+        return True
+
+    def boost(self) -> None:
+        """Back to normal priority: the slot's init and every process of the armed run's
+        cgroup (the program process arming itself), which may be at idle priority doing
+        the slot's work between runs (launcher.c's ``assay_background_idle``)."""
+        pids = [self.init_pid] if self.init_pid is not None else []
+        if self.cg is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pids += self.cg.thread_ids()
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(pid, os.SCHED_OTHER, _NORMAL)
 
     def try_complete(self) -> None:
         """Take whatever "armed" messages are already here, and once both are, zero the
@@ -180,10 +211,11 @@ class SlotHandle:
         self.prog_armed = False
         self.zeroed = False
 
-    def arm(self, cg: RunCgroup | None) -> None:
-        """Have the slot fork its next program process into ``cg`` (asynchronously)."""
+    def arm(self, cg: RunCgroup | None, idle: bool = False) -> None:
+        """Have the slot fork its next program process into ``cg`` (asynchronously);
+        ``idle``: the slot's init may do its work after that run at idle priority."""
         fds = cg.procs_fds() if cg is not None else []
-        wire.send_raw(self.sock, (wire.ARM_NET if self.net else wire.ARM)[self.launcher], fds)
+        wire.send_raw(self.sock, wire.ARM[self.launcher, self.net, idle], fds)
         self.cg = cg
 
     @property
@@ -205,6 +237,23 @@ class SlotHandle:
             os.close(self.pidfd)
             self.pidfd = None
         self.sock.close()
+
+
+#: sched_setscheduler's parameter for SCHED_OTHER (made once).
+_NORMAL = os.sched_param(0)
+
+
+def _pid_of(pidfd: int) -> int | None:
+    """The host pid a pidfd refers to (None if the kernel does not say)."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as fh:
+            for line in fh:
+                if line.startswith("Pid:"):
+                    pid = int(line.split()[1])
+                    return pid if pid > 0 else None
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _message(data: bytes, default: str) -> str:

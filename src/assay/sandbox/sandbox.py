@@ -61,6 +61,8 @@ class Sandbox:
         self._zygote: ZygoteProcess | None = None
         self._closed = False
         self._ncpu = len(os.sched_getaffinity(0))
+        #: Runs going on (slots taken and not yet released).
+        self._running = 0
         #: Idle armed slots by kind (C launcher or Python program process; loopback up, with
         #: the seccomp filter that allows IP sockets, or not), kept for reuse so a run starts
         #: without creating namespaces.
@@ -227,10 +229,10 @@ class Sandbox:
         self._arm(slot)
         return slot
 
-    def _arm(self, slot: SlotHandle) -> None:
+    def _arm(self, slot: SlotHandle, idle: bool = False) -> None:
         cg = self._cg_pool.get() if self._cg_pool is not None else None
         try:
-            slot.arm(cg)
+            slot.arm(cg, idle)
         except OSError:
             if cg is not None and self._cg_pool is not None:
                 self._cg_pool.dispose(cg)
@@ -261,6 +263,8 @@ class Sandbox:
                     defaults.ZYGOTE_START_TIMEOUT_S
                 )
             if ok:
+                with self._lock:
+                    self._running += 1
                 return slot
             error = slot.error
             self._retire(slot)
@@ -268,12 +272,18 @@ class Sandbox:
 
     def _release(self, slot: SlotHandle, reusable: bool) -> None:
         slot.runs += 1
+        with self._lock:
+            self._running -= 1
+            # The slot's work after its next run (its reset, the arming after it) may wait
+            # at idle priority for moments the CPUs have nothing else to do while fewer
+            # runs than CPUs are going on; with more, runs wait for slots: it may not.
+            idle = self._running < self._ncpu
         if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
             with self._lock:
                 keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
             if keep:
                 try:
-                    self._arm(slot)
+                    self._arm(slot, idle)
                 except OSError:
                     keep = False
             if keep:

@@ -395,7 +395,14 @@ static void drop_message(int sock) {
  * priority. Only where a process can come back from SCHED_IDLE (CAP_SYS_NICE in the
  * host's user namespace, or RLIMIT_NICE): assay_background_idle tries the round trip in
  * a child first, so the init is never left at idle priority. */
-static int background_idle;
+static int background_idle, run_idle;
+
+/* Whether the work after the coming runs is background work: the supervisor says so in
+   each arm order, as it knows whether runs are waiting for slots (then it is not). */
+int assay_run_idle(int on) {
+    run_idle = on;
+    return 0;
+}
 
 static int set_policy(pid_t pid, int policy) {
     struct sched_param none = {0};
@@ -561,7 +568,7 @@ int assay_slot_run(int status, int child, int *pidfd_io, int req_prog, int colle
     if (ioctl(collect_r, FIONREAD, &pending) != 0) return -2;
     if (pending > 0) return 3;
     if (send(status, record, (size_t)len, MSG_NOSIGNAL) != len) return -2;
-    if (background_idle) set_policy(0, SCHED_IDLE); /* the rest is background work */
+    if (background_idle && run_idle) set_policy(0, SCHED_IDLE); /* background from here */
     close(collect_r);
     if (assay_reset_slot(1) != 0) return -2;
     return 0;

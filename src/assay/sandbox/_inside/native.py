@@ -44,6 +44,7 @@ class Native:
         self._reset_slot = _function(lib, "assay_reset_slot", i)
         self._background_idle = _function(lib, "assay_background_idle")
         self._foreground = _function(lib, "assay_foreground")
+        self._run_idle = _function(lib, "assay_run_idle", i)
         self._ruleset = _function(lib, "assay_ruleset")
         self._reset_args: tuple[Any, ...] = ()
         self._reset_steps: list[str] = []
@@ -205,6 +206,11 @@ class Native:
             err = ctypes.get_errno()
             raise OSError(err, f"idle-priority trial: {os.strerror(err)}")
         return res == 1
+
+    def run_idle(self, idle: bool) -> None:
+        """Whether the background work after the coming runs is done at idle priority (the
+        supervisor's choice, in each arm order: see ``Sandbox._release``)."""
+        self._run_idle(1 if idle else 0)
 
     def foreground(self) -> None:
         """Back to normal priority, before forking a program process outside the C steps

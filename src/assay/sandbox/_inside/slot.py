@@ -78,8 +78,10 @@ class Slot:
         self.lo_up = False
         #: Whether the C steps run the slot's background work at idle priority (launcher.c's
         #: ``assay_background_idle``): this process is then at idle priority between a
-        #: run's exit record and the next hand-over.
+        #: run's exit record and the next hand-over, when the run's arm order allowed it
+        #: (``run_idle``: what the C steps were last told).
         self.background_idle = False
+        self.run_idle = False
 
     def serve(self, cfg: dict[str, Any], max_runs: int) -> None:
         """Set the slot up (``cfg``: the fork server's configuration), then serve at most
@@ -115,12 +117,7 @@ class Slot:
         except BaseException as exc:
             report_error(self.status, "slot setup", exc)
             os._exit(1)
-        arms = {
-            wire.ARM[False]: (False, False),
-            wire.ARM[True]: (True, False),
-            wire.ARM_NET[False]: (False, True),
-            wire.ARM_NET[True]: (True, True),
-        }
+        arms = {order: kind for kind, order in wire.ARM.items()}
         for _ in range(max_runs):
             while True:
                 if self.pending is not None:
@@ -204,8 +201,11 @@ class Slot:
         native = self.arming.native
         return native.ruleset if native is not None else self._ruleset
 
-    def _arm_and_wait(self, cg_fds: list[int], launcher: bool, net: bool) -> None:
+    def _arm_and_wait(self, cg_fds: list[int], launcher: bool, net: bool, idle: bool) -> None:
         try:
+            if self.background_idle and idle != self.run_idle:
+                self.arming.native.run_idle(idle)  # type: ignore[union-attr]
+                self.run_idle = idle
             if net != self.lo_up:
                 # Loopback runs: 127.0.0.1 and ::1 of the slot's own network namespace, which
                 # has no other interface (a slot serves runs of one kind: see SlotHandle.net).

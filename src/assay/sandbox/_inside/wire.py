@@ -26,14 +26,21 @@ DONTWAIT = int(socket.MSG_DONTWAIT)
 # The common orders and answers, as the exact bytes ``send`` would produce for them, so the
 # slot's init can match them without parsing JSON (every page it touches after a fork is
 # copied; see slot.py).
+#: Arm orders by (launcher, net, idle): ``net`` for a run with loopback networking (``lo``
+#: up, IP sockets allowed); ``idle``: after the run the order is for, the slot's init may
+#: do its work at idle priority (launcher.c's ``assay_background_idle``).
 ARM = {
-    False: b'{"op":"arm","launcher":false}',
-    True: b'{"op":"arm","launcher":true}',
-}
-#: The same, for a run with loopback networking (``lo`` up, IP sockets allowed).
-ARM_NET = {
-    False: b'{"op":"arm","launcher":false,"net":true}',
-    True: b'{"op":"arm","launcher":true,"net":true}',
+    (launcher, net, idle): (
+        b'{"op":"arm","launcher":%s%s%s}'
+        % (
+            b"true" if launcher else b"false",
+            b',"net":true' if net else b"",
+            b',"idle":true' if idle else b"",
+        )
+    )
+    for launcher in (False, True)
+    for net in (False, True)
+    for idle in (False, True)
 }
 ARMED = b'{"kind":"armed"}'
 KILL = b'{"op":"kill"}'
