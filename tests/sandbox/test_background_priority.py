@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import pytest
 
 from assay import Runner, SandboxConfig
 from assay.sandbox import Sandbox
 from assay.sandbox._slots import SlotHandle
+from assay.sandbox.cgroups import RunCgroup
 
 POLICY_PY = "import os\nprint(os.sched_getscheduler(0))\n"
 # bash's own /proc/self/stat (a redirect of a builtin): the policy is field 41, the 39th
@@ -57,20 +59,30 @@ def _until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
 
 
 def test_programs_run_at_normal_priority_whatever_the_slot_did_before() -> None:
-    with Runner(Sandbox(SandboxConfig(), pool_size=2)) as runner:
+    sandbox = Sandbox(SandboxConfig(), pool_size=2)
+    with Runner(sandbox) as runner:
         with ThreadPoolExecutor(2) as pool:
             py = list(pool.map(lambda _: runner.run(POLICY_PY), range(40)))
             sh = list(pool.map(lambda _: runner.run(POLICY_SH, "bash"), range(10)))
-        slots = [s for kind in runner.sandbox._idle.values() for s in kind]
+        slots = [s for kind in sandbox._idle.values() for s in kind]
     for r in py + sh:
         assert r.status == "ok", r
         assert r.stdout == f"{os.SCHED_OTHER}\n".encode(), r.stdout
     assert slots and all(s.background_idle == _can_come_back_from_idle() for s in slots)
 
 
-def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+class IdleSlot(NamedTuple):
+    runner: Runner
+    slot: SlotHandle
+    init: int  # the slot's init's host pid
+    arm: Callable[[SlotHandle, bool], None]  # the pool's own ``Sandbox._arm``
+
+
+@pytest.fixture
+def idle_slot(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdleSlot]:
+    """A pool's one slot, run twice and not armed again after the second run, whose arm
+    order allowed idling (no other run went on): its init waits for an arm order at idle
+    priority."""
     if not _can_come_back_from_idle():
         pytest.skip("no CAP_SYS_NICE here: the slot's init never goes to idle priority")
     sandbox = Sandbox(SandboxConfig(), pool_size=1)
@@ -82,60 +94,63 @@ def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
         assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
         left: list[tuple[SlotHandle, bool]] = []
         arm = sandbox._arm
-        # The next run's slot is not re-armed after it.
-        monkeypatch.setattr(sandbox, "_arm", lambda s, idle=False: left.append((s, idle)))
+
+        def keep(s: SlotHandle, idle: bool = False) -> None:
+            left.append((s, idle))
+
+        monkeypatch.setattr(sandbox, "_arm", keep)
         assert runner.run("pass").status == "ok"
         assert left == [(slot, True)]  # no other run going on: its next one may idle after
-        # That run's arm order (after the first run) allowed it: the record sent, the reset
-        # and the wait for an arm order at idle priority.
+        # The record sent: the reset and the wait for an arm order at idle priority.
         assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
-        time.sleep(0.2)
-        assert os.sched_getscheduler(init) == os.SCHED_IDLE
         monkeypatch.setattr(sandbox, "_arm", arm)
-        arm(slot, False)
-        slot.try_complete()
-        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
-        r = runner.run(POLICY_PY)
-        assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
-        # Its arm order said not to idle: after this run the init stays at normal priority.
-        time.sleep(0.2)
-        assert os.sched_getscheduler(init) == os.SCHED_OTHER
+        yield IdleSlot(runner, slot, init, arm)
+
+
+def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
+    idle_slot: IdleSlot,
+) -> None:
+    runner, slot, init, arm = idle_slot
+    time.sleep(0.2)
+    assert os.sched_getscheduler(init) == os.SCHED_IDLE
+    arm(slot, False)
+    slot.try_complete()
+    assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
+    r = runner.run(POLICY_PY)
+    assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+    # Its arm order said not to idle: after this run the init stays at normal priority.
+    time.sleep(0.2)
+    assert os.sched_getscheduler(init) == os.SCHED_OTHER
 
 
 def test_a_caller_waiting_for_an_idle_slot_brings_it_back_to_normal_priority(
-    monkeypatch: pytest.MonkeyPatch,
+    idle_slot: IdleSlot, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not _can_come_back_from_idle():
-        pytest.skip("no CAP_SYS_NICE here: the slot's init never goes to idle priority")
-    sandbox = Sandbox(SandboxConfig(), pool_size=1)
-    with Runner(sandbox) as runner:
-        for _ in range(2):  # the second run's arm order allows idling after it
-            assert runner.run("pass").status == "ok"
-        (slot,) = sandbox._idle[False, False]
-        init = _pid(slot.pidfd) if slot.pidfd is not None else -1
-        arm = sandbox._arm
-        monkeypatch.setattr(sandbox, "_arm", lambda s, idle=False: None)
-        assert runner.run("pass").status == "ok"
-        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
-        # The init held still (as if other work starved it), its arm order sent: a caller
-        # waiting for the slot brings it back to normal priority, and again while it waits.
-        boosts: list[int] = []
-        real_boost = SlotHandle.boost
-        monkeypatch.setattr(SlotHandle, "boost", lambda s: (boosts.append(1), real_boost(s)))
-        os.kill(init, signal.SIGSTOP)
-        try:
-            arm(slot, True)
-            with ThreadPoolExecutor(1) as pool:
-                waiting = pool.submit(slot.wait_armed, 30.0)
-                assert _until(lambda: len(boosts) >= 2)
-                assert os.sched_getscheduler(init) == os.SCHED_OTHER
-                assert not waiting.done()
-                os.kill(init, signal.SIGCONT)
-                assert waiting.result(30)
-        finally:
+    runner, slot, init, arm = idle_slot
+    # The init held still (as if other work starved it), its arm order sent: a caller
+    # waiting for the slot brings it back to normal priority, and again while it waits.
+    boosts: list[SlotHandle] = []
+    real_boost = SlotHandle.boost
+
+    def boost(s: SlotHandle) -> None:
+        boosts.append(s)
+        real_boost(s)
+
+    monkeypatch.setattr(SlotHandle, "boost", boost)
+    os.kill(init, signal.SIGSTOP)
+    try:
+        arm(slot, True)
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(slot.wait_armed, 30.0)
+            assert _until(lambda: len(boosts) >= 2)
+            assert os.sched_getscheduler(init) == os.SCHED_OTHER
+            assert not waiting.done()
             os.kill(init, signal.SIGCONT)
-        r = runner.run(POLICY_PY)
-        assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
+            assert waiting.result(30)
+    finally:
+        os.kill(init, signal.SIGCONT)
+    r = runner.run(POLICY_PY)
+    assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
 
 
 def test_runs_beyond_the_cpus_keep_the_slots_work_at_normal_priority(
@@ -146,9 +161,12 @@ def test_runs_beyond_the_cpus_keep_the_slots_work_at_normal_priority(
     sandbox = Sandbox(SandboxConfig(), pool_size=4)
     orders: list[bool] = []
     real_arm = SlotHandle.arm
-    monkeypatch.setattr(
-        SlotHandle, "arm", lambda s, cg, idle=False: (orders.append(idle), real_arm(s, cg, idle))
-    )
+
+    def arm(s: SlotHandle, cg: RunCgroup | None, idle: bool = False) -> None:
+        orders.append(idle)
+        real_arm(s, cg, idle)
+
+    monkeypatch.setattr(SlotHandle, "arm", arm)
     monkeypatch.setattr(sandbox, "_ncpu", 2)
     with Runner(sandbox) as runner:
         sandbox.warm_up(4, 0)
