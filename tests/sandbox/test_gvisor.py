@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -255,15 +256,14 @@ def test_a_sandbox_that_fails_its_no_op_run_is_a_failed_start_and_cleaned_up(
     the pool counting a start that never ends), and nothing of the sandbox is left."""
     sandbox = gvisor.sandbox
     assert isinstance(sandbox, GVisorSandbox)
-    # runsc's own state root (--root) is the pool's, made by the first container that starts
-    # (this one when the test runs first): what is in it is per container.
-    runsc_root = os.path.join(sandbox.state, "runsc")
-
-    def listing() -> tuple[set[str], set[str]]:
-        inner = set(os.listdir(runsc_root)) if os.path.isdir(runsc_root) else set()
-        return set(os.listdir(sandbox.state)) - {"runsc"}, inner
-
-    before = listing()
+    # This container's id, known (the pool may start and retire others meanwhile, and runsc
+    # makes its own state root, shared by them all, at the pool's first start).
+    known = uuid.UUID("0123456789abcdef0123456789abcdef")
+    me, real_uuid4 = threading.get_ident(), uuid.uuid4
+    monkeypatch.setattr(
+        uuid, "uuid4", lambda: known if threading.get_ident() == me else real_uuid4()
+    )
+    cid = f"assay-{known.hex[:12]}"
 
     def broken(self: Container, req: RunRequest) -> None:
         raise OSError(32, "Broken pipe")
@@ -271,7 +271,11 @@ def test_a_sandbox_that_fails_its_no_op_run_is_a_failed_start_and_cleaned_up(
     monkeypatch.setattr(Container, "run", broken)
     with pytest.raises(SandboxError, match=r"no-op run: .*Broken pipe"):
         Container(sandbox)
-    assert listing() == before
+    runsc_root = os.path.join(sandbox.state, "runsc")
+    left = [n for n in os.listdir(sandbox.state) if cid in n]
+    if os.path.isdir(runsc_root):
+        left += [f"runsc/{n}" for n in os.listdir(runsc_root) if cid in n]
+    assert left == []
 
 
 def test_a_start_that_raises_anything_still_ends_as_a_start(
