@@ -208,3 +208,25 @@ class CapData(ctypes.Structure):
         ("permitted", ctypes.c_uint32),
         ("inheritable", ctypes.c_uint32),
     ]
+
+
+def keep_caps_across_exec(caps: tuple[int, ...]) -> None:
+    """Let an exec of this process (the slot's launcher) keep ``caps``, what its arming needs.
+
+    Across an exec, root gets only its inheritable capabilities once the bounding set is
+    empty, and a non-root user-namespace owner only its ambient ones; so those two sets
+    get exactly these (namespaces, uid and gid changes), before the bounding set is
+    emptied. Python program processes and the launcher clear every set with capset (which
+    clears the ambient set too) before any untrusted byte runs.
+    """
+    hdr = CapHeader(CAP_VERSION_3, 0)
+    data = (CapData * 2)()
+    if libc.capget(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    for cap in caps:
+        data[cap // 32].inheritable |= 1 << (cap % 32)
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset (inheritable)")
+    for cap in caps:
+        if libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0):
+            raise OSError(ctypes.get_errno(), "raise ambient capability")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import array
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -89,7 +88,7 @@ class Slot:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             linux.sethostname("sandbox")
             if cfg.get("launcher"):
-                self._pass_caps_to_launcher()
+                linux.keep_caps_across_exec(LAUNCHER_CAPS)
             # Empty bounding set, once: every program process inherits it, so no capability
             # can come back, even through an exec (this process keeps the ones it holds).
             for cap in range(self.arming.cap_last + 1):
@@ -173,27 +172,6 @@ class Slot:
             _fds, _idle, pid, collect_r = native.served()
             self._native_after_fork(native, pid, (-1, -1, []), -1, collect_r, native.first_result)
         return code, taken
-
-    def _pass_caps_to_launcher(self) -> None:
-        """Let the launcher, an exec of this process, keep what arming needs.
-
-        Across an exec, root gets only its inheritable capabilities once the bounding set is
-        empty, and a non-root user-namespace owner only its ambient ones; so those two sets
-        get exactly the three the launcher uses (namespaces, uid and gid changes), before the
-        bounding set is emptied. Python program processes and the launcher clear every set
-        with capset (which clears the ambient set too) before any untrusted byte runs.
-        """
-        hdr = linux.CapHeader(linux.CAP_VERSION_3, 0)
-        data = (linux.CapData * 2)()
-        if linux.libc.capget(ctypes.byref(hdr), data) != 0:
-            raise OSError(ctypes.get_errno(), "capget")
-        for cap in LAUNCHER_CAPS:
-            data[cap // 32].inheritable |= 1 << (cap % 32)
-        if linux.libc.capset(ctypes.byref(hdr), data) != 0:
-            raise OSError(ctypes.get_errno(), "capset (inheritable)")
-        for cap in LAUNCHER_CAPS:
-            if linux.libc.prctl(linux.PR_CAP_AMBIENT, linux.PR_CAP_AMBIENT_RAISE, cap, 0, 0):
-                raise OSError(ctypes.get_errno(), "raise ambient capability")
 
     def _prepare_reset(self, cfg: dict[str, Any]) -> None:
         """What a reset makes: the tmpfs's places and the Landlock ruleset naming them, the
