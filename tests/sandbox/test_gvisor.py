@@ -236,7 +236,13 @@ def test_a_runs_host_memory_is_its_limit_and_the_measured_cost_of_a_no_op_run(
         assert box.runs == 0  # the measuring runs do not count towards the container's 64
         bomb = "x = []\nwhile True:\n    x.append(bytearray(4 << 20))\n"
         base = box.cg.usage_bytes()
-        res = box.run(RunRequest("python", ["/work/main.py"], [("main.py", bomb.encode(), 0o644)]))
+        # CPU time to spare: under gVisor each page fault is slow, and on a loaded host (CI)
+        # the default 2 s of CPU ran out before the 256 MiB did (time_limit).
+        limits = Limits(time_s=20)
+        req = RunRequest(
+            "python", ["/work/main.py"], [("main.py", bomb.encode(), 0o644)], limits=limits
+        )
+        res = box.run(req)
         assert res.status == "memory_limit", (res.status, res.stderr[-300:])
         limit = Limits().memory_mb << 20
         # (The run reads its own base a moment after this one: a page or so apart; CI saw
