@@ -100,10 +100,7 @@ class SlotHandle:
                 pids += self.cg.thread_ids()
         for pid in pids:
             with contextlib.suppress(OSError):
-                # Only a process at idle priority: a pid that ended and was reused meanwhile
-                # (by a process of any other policy) is left as it is.
-                if os.sched_getscheduler(pid) == os.SCHED_IDLE:
-                    os.sched_setscheduler(pid, os.SCHED_OTHER, _NORMAL)
+                os.sched_setscheduler(pid, os.SCHED_OTHER, _NORMAL)
 
     def try_complete(self) -> None:
         """Take whatever "armed" messages are already here, and once both are, zero the
