@@ -85,6 +85,7 @@ class ZygoteProcess:
             "image": config.image_root is not None,
             "preimport": list(config.preimport),
             "userns": config.use_userns(),
+            "background_idle": config.background_idle,
             "uid": config.uid,
             "gid": config.gid,
             "seccomp": config.seccomp,

@@ -100,7 +100,7 @@ class Slot:
             os.environ.update(cfg["default_env"])
             self._prepare_reset(cfg)
             self._reset(drop=False)  # the first tmpfs
-            if self.arming.native is not None:
+            if self.arming.native is not None and cfg.get("background_idle"):
                 self.background_idle = self.arming.native.background_idle()
             if self.arming.filter is not None:
                 self.bpf = os.memfd_create("seccomp", os.MFD_CLOEXEC)
