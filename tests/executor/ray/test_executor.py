@@ -15,6 +15,7 @@ import pytest
 import ray
 
 from assay import (
+    JobResult,
     Limits,
     LocalExecutor,
     Problem,
@@ -70,6 +71,26 @@ def sandboxed(ray_cluster: Any, records_dir: Path) -> Iterator[RayExecutor]:
         yield ex
 
 
+def _differences(remote: list[JobResult], here: list[JobResult]) -> str:
+    """The jobs whose verdicts differ, with what each run measured (CPU s, wall s, peak MiB
+    per test): a 1 GiB bomb judged ``time_limit`` on one executor was not explained when
+    this test flaked without them."""
+
+    def measured(r: JobResult) -> object:
+        if r.judgement is not None:
+            return [
+                (t.verdict, round(t.cpu_s, 3), round(t.wall_s, 3), t.peak_memory_bytes >> 20)
+                for t in r.judgement.tests
+            ]
+        return r.result and (r.result.status, round(r.result.cpu_s, 3), round(r.result.wall_s, 3))
+
+    return "\n".join(
+        f"job {a.index}: Ray {a.verdict} {measured(a)}, local {b.verdict} {measured(b)}"
+        for a, b in zip(remote, here, strict=True)
+        if (a.verdict, a.reward) != (b.verdict, b.reward)
+    )
+
+
 def test_same_verdicts_as_the_local_executor(sandboxed: RayExecutor, runner: object) -> None:
     jobs: list[Submission | RunJob] = [
         Submission(PROBLEM, code) for code in PROGRAMS.values() for _ in range(2)
@@ -78,7 +99,9 @@ def test_same_verdicts_as_the_local_executor(sandboxed: RayExecutor, runner: obj
     remote = sandboxed.run(jobs, caller="trainer")
     with LocalExecutor(runner, slots=2, records="off", estimator=RuntimeEstimator()) as local:  # type: ignore[arg-type]
         here = local.run(jobs, caller="trainer")
-    assert [(r.verdict, r.reward) for r in remote] == [(r.verdict, r.reward) for r in here]
+    assert [(r.verdict, r.reward) for r in remote] == [(r.verdict, r.reward) for r in here], (
+        _differences(remote, here)
+    )
     assert [r.verdict for r in remote[: 2 * len(PROGRAMS) : 2]] == list(PROGRAMS)
     assert remote[-2].result is not None and remote[-2].result.stdout == b"hi\n"
     # Identical jobs ran once (in-flight dedup on the driver), and the work was spread.
