@@ -792,6 +792,103 @@ int assay_fork_program(const int *ints, const char *workdir, const void *bpf, si
     return 0;
 }
 
+/* -- the init's loop over plain arm orders ------------------------------------------- */
+
+/* slot.py's loop for a slot of Python program processes, in C for the common orders: for
+   each arm order in `orders` (this slot's kind with idle priority not allowed, then
+   allowed, byte for byte), what _arm_and_wait does before assay_fork_program (the idle
+   flag, the PID counter reset, the request socket pair and the collect pipe), then
+   assay_fork_program itself; the init goes on with the next order without coming back to
+   Python, so it writes none of the pages it shares with the program process of the run.
+   ints: status, uid, gid, userns, bpf length (the program in `bpf`), then at most
+   `max_runs` orders are taken (*taken counts them). Returns
+     0  in the program process, as assay_fork_program's child does;
+     1  the next order is not one of these: left unread, for slot.py;
+     2  an order of these with more cgroup fds than the C steps take: taken, its fds in
+        `fds` (*nfds) and its idle flag in *idle_out, for slot.py's own steps;
+     3  a run's wait came back other than with the run over (an order, files to collect,
+        a failure: run_result as assay_fork_program leaves it), its program's pid in
+        *pid_out and the collect pipe's read end in *collect_out;
+     4  `max_runs` orders taken;
+     <0 -errno: a step before the fork failed (slot.py reports it and exits). */
+int assay_serve(const int *ints, const char *const *orders, int max_runs, int *taken,
+                const char *workdir, const void *bpf, char *spec_buf, size_t spec_cap,
+                size_t *spec_len, char **spec_big, int *pidfd_io, char *record,
+                size_t record_cap, int *run_result, int *fds, int *nfds, int *idle_out,
+                int *pid_out, int *collect_out) {
+    int status = ints[0];
+    size_t lens[2] = {strlen(orders[0]), strlen(orders[1])};
+    *taken = 0;
+    while (*taken < max_runs) {
+        char buf[256];
+        ssize_t n = recv(status, buf, sizeof buf, MSG_PEEK);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        int idle = -1;
+        for (int k = 0; k < 2; k++)
+            if ((size_t)n == lens[k] && memcmp(buf, orders[k], lens[k]) == 0) idle = k;
+        if (idle < 0) return 1;
+        char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        struct iovec iov = {buf, sizeof buf};
+        struct msghdr mh = {0};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = control;
+        mh.msg_controllen = sizeof control;
+        if (recvmsg(status, &mh, MSG_CMSG_CLOEXEC) < 0) return -errno;
+        int ncg = received_fds(&mh, fds);
+        (*taken)++;
+        if (ncg > 16) {
+            *nfds = ncg;
+            *idle_out = idle;
+            return 2;
+        }
+        run_idle = idle;
+        int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+        int pair[2], pipe_fds[2];
+        if (fd < 0 || write(fd, "1", 1) != 1) {
+            int saved = errno;
+            if (fd >= 0) close(fd);
+            for (int i = 0; i < ncg; i++) close(fds[i]);
+            return -saved;
+        }
+        close(fd);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+            int saved = errno;
+            for (int i = 0; i < ncg; i++) close(fds[i]);
+            return -saved;
+        }
+        if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+            int saved = errno;
+            close(pair[0]);
+            close(pair[1]);
+            for (int i = 0; i < ncg; i++) close(fds[i]);
+            return -saved;
+        }
+        /* assay_fork_program's ints: the init's ends (status, the supervisor's end of the
+           request socket, the collect pipe's read end), the ids, the ruleset, the program's
+           ends, then the cgroup fds. */
+        int args[10 + 16];
+        int values[10] = {status,    pair[0], pipe_fds[0], ints[1],   ints[2],
+                          ints[3],   slot_ruleset, pair[1], pipe_fds[1], ncg};
+        memcpy(args, values, sizeof values);
+        memcpy(args + 10, fds, (size_t)ncg * sizeof(int));
+        int pid = assay_fork_program(args, workdir, bpf, (size_t)ints[4], spec_buf, spec_cap,
+                                     spec_len, spec_big, pidfd_io, record, record_cap,
+                                     run_result);
+        if (pid == 0) return 0;
+        if (pid < 0) return pid;
+        if (run_result[0] != 0) {
+            *pid_out = pid;
+            *collect_out = pipe_fds[0];
+            return 3;
+        }
+    }
+    return 4;
+}
+
 #endif
 
 #ifndef ASSAY_LIBRARY

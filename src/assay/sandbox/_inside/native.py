@@ -68,8 +68,19 @@ class Native:
                 i, P(i), s, s, sz, s, sz, P(sz), P(ctypes.c_void_p), P(i), s, sz, P(i)
             )
             self._fork: Any = proto(("assay_fork_program", lib))
+            ip = P(i)
+            serve = ctypes.PYFUNCTYPE(
+                i, ip, P(s), i, ip, s, s, s, sz, P(sz), P(ctypes.c_void_p), ip, s, sz, ip,
+                ip, ip, ip, ip, ip,
+            )  # fmt: skip
+            self._serve: Any = serve(("assay_serve", lib))
         except (AttributeError, OSError):
-            self._fork = None
+            self._fork = self._serve = None
+        self._serve_ints = (ctypes.c_int * 5)()
+        self._orders: Any = None
+        self._taken, self._nfds, self._idle_out = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        self._pid_out, self._collect_out = ctypes.c_int(), ctypes.c_int()
+        self._served_fds = (ctypes.c_int * 32)()
         self._ints = (ctypes.c_int * 48)()
         self._spec_buf = ctypes.create_string_buffer(8192)  # a spec is ~1 KB; more: malloc'd
         self._spec_big = ctypes.c_void_p()
@@ -272,6 +283,57 @@ class Native:
         if res < 0:
             raise OSError(-res, os.strerror(-res))
         return int(res)
+
+    def serve(
+        self,
+        status: int,
+        ids: tuple[int, int],
+        bpf: bytes | None,
+        orders: tuple[bytes, bytes],
+        max_runs: int,
+    ) -> tuple[int, int]:
+        """The slot's init's loop over plain arm orders (``orders``: this slot's kind with
+        idle priority not allowed, then allowed), in C (launcher.c's ``assay_serve``):
+        returns what it returned (0 in the program process; in the init 1: the next order
+        is slot.py's; 2: an order with more cgroup fds than C takes, see :meth:`served`;
+        3: a run's wait came back unfinished, see :meth:`served` and
+        :meth:`first_result`; 4: ``max_runs`` orders taken) and how many orders it took.
+        Raises OSError if a step before a fork failed."""
+        if self._orders is None or self._orders[0] != orders[0]:
+            self._orders = (ctypes.c_char_p * 2)(*orders)
+        ints = self._serve_ints
+        ints[0], ints[1], ints[2] = status, ids[0], ids[1]
+        ints[3], ints[4] = self._userns, len(bpf) if bpf is not None else 0
+        res = self._serve(
+            ints,
+            self._orders,
+            max_runs,
+            ctypes.byref(self._taken),
+            self._workdir,
+            bpf,
+            self._spec_buf,
+            len(self._spec_buf),
+            ctypes.byref(self._spec_len),
+            ctypes.byref(self._spec_big),
+            ctypes.byref(self._pidfd),
+            self.record,
+            len(self.record),
+            self._run_result,
+            self._served_fds,
+            ctypes.byref(self._nfds),
+            ctypes.byref(self._idle_out),
+            ctypes.byref(self._pid_out),
+            ctypes.byref(self._collect_out),
+        )
+        if res < 0:
+            raise OSError(-res, f"arm: {os.strerror(-res)}")
+        return int(res), self._taken.value
+
+    def served(self) -> tuple[list[int], bool, int, int]:
+        """After :meth:`serve` returned 2 or 3: the order's cgroup fds and idle flag (2), the
+        run's program pid and collect pipe's read end (3)."""
+        fds = list(self._served_fds[: self._nfds.value])
+        return fds, bool(self._idle_out.value), self._pid_out.value, self._collect_out.value
 
     def first_result(self) -> int:
         """In the slot's init, after :meth:`fork_program`: what its run's wait returned (as

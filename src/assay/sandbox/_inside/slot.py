@@ -77,10 +77,8 @@ class Slot:
         self.lo_up = False
         #: Whether the C steps run the slot's background work at idle priority (launcher.c's
         #: ``assay_background_idle``): this process is then at idle priority between a
-        #: run's exit record and the next hand-over, when the run's arm order allowed it
-        #: (``run_idle``: what the C steps were last told).
+        #: run's exit record and the next hand-over, when the run's arm order allowed it.
         self.background_idle = False
-        self.run_idle = False
 
     def serve(self, cfg: dict[str, Any], max_runs: int) -> None:
         """Set the slot up (``cfg``: the fork server's configuration), then serve at most
@@ -117,7 +115,18 @@ class Slot:
             report_error(self.status, "slot setup", exc)
             os._exit(1)
         arms = {order: kind for kind, order in wire.ARM.items()}
-        for _ in range(max_runs):
+        native = self.arming.native
+        # Plain arm orders of a slot of Python program processes: C's loop (assay_serve).
+        in_c = native is not None and native.can_fork
+        runs = 0
+        while runs < max_runs:
+            if in_c and self.pending is None and self.lo_up == self.net:
+                assert native is not None
+                code, taken = self._serve_in_c(native, max_runs - runs)
+                runs += taken
+                if code != 1:
+                    continue
+            runs += 1
             while True:
                 if self.pending is not None:
                     (data, fds), self.pending = self.pending, None
@@ -133,8 +142,35 @@ class Slot:
                     break
                 for fd in fds:  # a late kill order for a run that is already over
                     os.close(fd)
+            if kind[0]:
+                in_c = False  # a slot of launcher processes: its orders are all Python's
             self._arm_and_wait(fds, *kind)
         os._exit(0)
+
+    def _serve_in_c(self, native: Native, max_runs: int) -> tuple[int, int]:
+        """Up to ``max_runs`` plain arm orders in C (native.py's ``serve``), and what it
+        hands back: a run to go on with, or an order with more cgroups than C takes."""
+        arming = self.arming_net if self.net else self.arming
+        bpf = arming.filter.bpf if arming.filter is not None else None
+        orders = (wire.ARM[False, self.net, False], wire.ARM[False, self.net, True])
+        try:
+            code, taken = native.serve(
+                self.status.fileno(), (arming.uid, arming.gid), bpf, orders, max_runs
+            )
+        except BaseException as exc:
+            report_error(self.status, "arm", exc)
+            os._exit(1)
+        if code == 0:  # the program process, armed, its request taken
+            # C closed these fds: no object may close them again once the program reuses them.
+            self.status.detach()
+            program.start(arming, *program.program_head(native.spec(), arming.default_env_spec))
+        if code == 2:
+            fds, idle, _pid, _collect = native.served()
+            self._arm_and_wait(fds, False, self.net, idle)
+        elif code == 3:
+            _fds, _idle, pid, collect_r = native.served()
+            self._native_after_fork(native, pid, (-1, -1, []), -1, collect_r, native.first_result)
+        return code, taken
 
     def _prepare_reset(self, cfg: dict[str, Any]) -> None:
         """What a reset makes: the tmpfs's places and the Landlock ruleset naming them, the
@@ -181,9 +217,8 @@ class Slot:
 
     def _arm_and_wait(self, cg_fds: list[int], launcher: bool, net: bool, idle: bool) -> None:
         try:
-            if self.background_idle and idle != self.run_idle:
+            if self.background_idle:  # (C's loop sets it for the orders it takes)
                 self.arming.native.run_idle(idle)  # type: ignore[union-attr]
-                self.run_idle = idle
             if net != self.lo_up:
                 # Loopback runs: 127.0.0.1 and ::1 of the slot's own network namespace, which
                 # has no other interface (a slot serves runs of one kind: see SlotHandle.net).
