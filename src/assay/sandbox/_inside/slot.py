@@ -10,8 +10,9 @@ S forks a fresh program process per run and is PID 1 of the run's processes: it 
 kills everything left when the program exits, reports the wait status, and resets the slot
 (a new tmpfs, its Landlock ruleset). Every fork shares S's pages with the child, so every
 page S writes afterwards faults (and is copied while the child lives); S's per-run steps
-are therefore C (launcher.c's library: the fork, the wait, the reset) where the host could
-build it, and raw messages, no JSON, on the common path.
+are therefore C (launcher.c's library: the loop over plain arm orders, the fork, the wait,
+the reset) where the host could build it, and raw messages, no JSON, on the common path:
+S comes back to Python only for other orders and for a run whose wait came back unfinished.
 
 S never reads a run's data: files, stdin, argv and env go from the supervisor straight to
 the program process in fds, because every later program is a fork of S.
