@@ -352,14 +352,17 @@ static const char ARMED_MSG[] = "{\"kind\":\"armed\"}";
 static const char KILL_MSG[] = "{\"op\":\"kill\"}";
 
 static int send_fd(int sock, const char *msg, size_t len, int fd) {
-    char control[CMSG_SPACE(sizeof(int))];
-    memset(control, 0, sizeof control);
+    union { /* aligned for the cmsghdr it holds */
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } control;
+    memset(&control, 0, sizeof control);
     struct iovec iov = {(void *)msg, len};
     struct msghdr mh = {0};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
+    mh.msg_control = control.b;
+    mh.msg_controllen = sizeof control.b;
     struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
@@ -371,13 +374,16 @@ static int send_fd(int sock, const char *msg, size_t len, int fd) {
 /* Consume one message on `sock`, closing any fds it carried. */
 static void drop_message(int sock) {
     char buf[64];
-    char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
+    union { /* aligned for the cmsghdr it holds */
+        struct cmsghdr h;
+        char b[CMSG_SPACE(MAX_FDS * sizeof(int))];
+    } control;
     struct iovec iov = {buf, sizeof buf};
     struct msghdr mh = {0};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
+    mh.msg_control = control.b;
+    mh.msg_controllen = sizeof control.b;
     if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
     int fds[MAX_FDS];
     for (int i = 0, n = received_fds(&mh, fds); i < n; i++) close(fds[i]);
@@ -830,13 +836,16 @@ int assay_serve(const int *ints, const char *const *orders, int max_runs, int *t
         for (int k = 0; k < 2; k++)
             if ((size_t)n == lens[k] && memcmp(buf, orders[k], lens[k]) == 0) idle = k;
         if (idle < 0) return 1;
-        char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        union { /* aligned for the cmsghdr it holds */
+            struct cmsghdr h;
+            char b[CMSG_SPACE(MAX_FDS * sizeof(int))];
+        } control;
         struct iovec iov = {buf, sizeof buf};
         struct msghdr mh = {0};
         mh.msg_iov = &iov;
         mh.msg_iovlen = 1;
-        mh.msg_control = control;
-        mh.msg_controllen = sizeof control;
+        mh.msg_control = control.b;
+        mh.msg_controllen = sizeof control.b;
         if (recvmsg(status, &mh, MSG_CMSG_CLOEXEC) < 0) return -errno;
         int ncg = received_fds(&mh, fds);
         (*taken)++;
