@@ -251,29 +251,42 @@ static int received_fds(struct msghdr *mh, int *fds) {
     return nfds;
 }
 
-/* Take the request on `req`: 0 when the program may start (stdio in place, "running"
-   reported, every trusted channel closed; *spec_out holds the spec, malloc'd), 1 when the
-   supervisor went away instead, -1 on failure (reported). */
-int assay_take(int req, int collect_w, char **spec_out, size_t *len_out) {
-    report_fd = req;
-    static char msg[65536];
-    union {
+/* recvmsg of one message on `sock` into `buf` (`len` bytes) with `flags`: what recvmsg
+   returned, the fds it carried in `fds` (at most MAX_FDS) and their count in *nfds, and
+   its msg_flags in *msg_flags (when not NULL). */
+static ssize_t recv_fds(int sock, void *buf, size_t len, int flags, int *fds, int *nfds,
+                        int *msg_flags) {
+    union { /* aligned for the cmsghdr it holds */
         struct cmsghdr h;
         char b[CMSG_SPACE(MAX_FDS * sizeof(int))];
     } ctl;
-    struct iovec iov = {msg, sizeof msg};
+    struct iovec iov = {buf, len};
     struct msghdr mh;
     memset(&mh, 0, sizeof mh);
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
     mh.msg_control = ctl.b;
     mh.msg_controllen = sizeof ctl.b;
-    ssize_t got = recvmsg(req, &mh, MSG_CMSG_CLOEXEC);
-    if (got <= 0) return 1; /* the supervisor is gone */
-    int fds[MAX_FDS];
-    int nfds = received_fds(&mh, fds);
+    ssize_t got = recvmsg(sock, &mh, flags);
+    *nfds = got < 0 ? 0 : received_fds(&mh, fds);
+    if (msg_flags) *msg_flags = mh.msg_flags;
+    return got;
+}
+
+/* Take the request on `req`: 0 when the program may start (stdio in place, "running"
+   reported, every trusted channel closed; *spec_out holds the spec, malloc'd), 1 when the
+   supervisor went away instead, -1 on failure (reported). */
+int assay_take(int req, int collect_w, char **spec_out, size_t *len_out) {
+    report_fd = req;
+    static char msg[65536];
+    int fds[MAX_FDS], nfds, msg_flags;
+    ssize_t got = recv_fds(req, msg, sizeof msg, MSG_CMSG_CLOEXEC, fds, &nfds, &msg_flags);
+    if (got <= 0) {
+        for (int i = 0; i < nfds; i++) close(fds[i]);
+        return 1; /* the supervisor is gone */
+    }
     errno = EPROTO;
-    CHECK(!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= R_SPEC + 1, "request");
+    CHECK(!(msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfds >= R_SPEC + 1, "request");
     size_t speclen;
     char *spec = read_all(fds[R_SPEC], &speclen);
     CHECK(spec, "read spec");
@@ -374,19 +387,9 @@ static int send_fd(int sock, const char *msg, size_t len, int fd) {
 /* Consume one message on `sock`, closing any fds it carried. */
 static void drop_message(int sock) {
     char buf[64];
-    union { /* aligned for the cmsghdr it holds */
-        struct cmsghdr h;
-        char b[CMSG_SPACE(MAX_FDS * sizeof(int))];
-    } control;
-    struct iovec iov = {buf, sizeof buf};
-    struct msghdr mh = {0};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = control.b;
-    mh.msg_controllen = sizeof control.b;
-    if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0) return;
-    int fds[MAX_FDS];
-    for (int i = 0, n = received_fds(&mh, fds); i < n; i++) close(fds[i]);
+    int fds[MAX_FDS], n;
+    recv_fds(sock, buf, sizeof buf, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, fds, &n, NULL);
+    for (int i = 0; i < n; i++) close(fds[i]);
 }
 
 /* -- the slot's background work at idle priority ------------------------------------- */
@@ -836,18 +839,9 @@ int assay_serve(const int *ints, const char *const *orders, int max_runs, int *t
         for (int k = 0; k < 2; k++)
             if ((size_t)n == lens[k] && memcmp(buf, orders[k], lens[k]) == 0) idle = k;
         if (idle < 0) return 1;
-        union { /* aligned for the cmsghdr it holds */
-            struct cmsghdr h;
-            char b[CMSG_SPACE(MAX_FDS * sizeof(int))];
-        } control;
-        struct iovec iov = {buf, sizeof buf};
-        struct msghdr mh = {0};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        mh.msg_control = control.b;
-        mh.msg_controllen = sizeof control.b;
-        if (recvmsg(status, &mh, MSG_CMSG_CLOEXEC) < 0) return -errno;
-        int ncg = received_fds(&mh, fds);
+        int ncg;
+        if (recv_fds(status, buf, sizeof buf, MSG_CMSG_CLOEXEC, fds, &ncg, NULL) < 0)
+            return -errno;
         (*taken)++;
         if (ncg > 16) {
             *nfds = ncg;

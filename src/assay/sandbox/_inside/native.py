@@ -90,6 +90,18 @@ class Native:
         self._spec = ctypes.c_void_p()
         self._spec_len = ctypes.c_size_t()
         self._run_result = (ctypes.c_int * 2)()  # assay_slot_run's result, and errno
+        # The arguments assay_fork_program and assay_serve end with: the spec's buffers, the
+        # init's pidfd of its program process, the exit record and the run's result.
+        self._program_out = (
+            self._spec_buf,
+            len(self._spec_buf),
+            ctypes.byref(self._spec_len),
+            ctypes.byref(self._spec_big),
+            ctypes.byref(self._pidfd),
+            self.record,
+            len(self.record),
+            self._run_result,
+        )
 
     def arm(
         self, uid: int, gid: int, cg_fds: list[int], ruleset: int, req: int, bpf: bytes | None
@@ -271,14 +283,7 @@ class Native:
             self._workdir,
             bpf,
             len(bpf) if bpf is not None else 0,
-            self._spec_buf,
-            len(self._spec_buf),
-            ctypes.byref(self._spec_len),
-            ctypes.byref(self._spec_big),
-            ctypes.byref(self._pidfd),
-            self.record,
-            len(self.record),
-            self._run_result,
+            *self._program_out,
         )
         if res < 0:
             raise OSError(-res, os.strerror(-res))
@@ -311,14 +316,7 @@ class Native:
             ctypes.byref(self._taken),
             self._workdir,
             bpf,
-            self._spec_buf,
-            len(self._spec_buf),
-            ctypes.byref(self._spec_len),
-            ctypes.byref(self._spec_big),
-            ctypes.byref(self._pidfd),
-            self.record,
-            len(self.record),
-            self._run_result,
+            *self._program_out,
             self._served_fds,
             ctypes.byref(self._nfds),
             ctypes.byref(self._idle_out),
