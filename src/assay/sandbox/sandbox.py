@@ -61,7 +61,8 @@ class Sandbox:
         self._zygote: ZygoteProcess | None = None
         self._closed = False
         self._ncpu = len(os.sched_getaffinity(0))
-        #: Runs going on (slots taken and not yet released).
+        #: Runs going on (slots taken and not yet released), counted for the idle-priority
+        #: background (``config.background_idle``) only.
         self._running = 0
         #: Idle armed slots by kind (C launcher or Python program process; loopback up, with
         #: the seccomp filter that allows IP sockets, or not), kept for reuse so a run starts
@@ -263,8 +264,9 @@ class Sandbox:
                     defaults.ZYGOTE_START_TIMEOUT_S
                 )
             if ok:
-                with self._lock:
-                    self._running += 1
+                if self.config.background_idle:
+                    with self._lock:
+                        self._running += 1
                 return slot
             error = slot.error
             self._retire(slot)
@@ -272,26 +274,27 @@ class Sandbox:
 
     def _release(self, slot: SlotHandle, reusable: bool) -> None:
         slot.runs += 1
+        idle = keep = False
         with self._lock:
-            self._running -= 1
-            # The slot's work after its next run (its reset, the arming after it) may wait
-            # at idle priority for moments the CPUs have nothing else to do while fewer
-            # runs than CPUs are going on; with more, runs wait for slots: it may not.
-            idle = self._running < self._ncpu
-        if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
-            with self._lock:
+            if self.config.background_idle:
+                self._running -= 1
+                # The slot's work after its next run (its reset, the arming after it) may
+                # wait at idle priority for moments the CPUs have nothing else to do while
+                # fewer runs than CPUs are going on; with more, runs wait for slots: not then.
+                idle = self._running < self._ncpu
+            if reusable and slot.runs < defaults.SLOT_MAX_RUNS:
                 keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
-            if keep:
-                try:
-                    self._arm(slot, idle)
-                except OSError:
-                    keep = False
-            if keep:
-                with self._lock:
-                    slot.in_use = False
-                    self._idle[slot.kind].append(slot)
-                self._watch(slot)
-                return
+        if keep:
+            try:
+                self._arm(slot, idle)
+            except OSError:
+                keep = False
+        if keep:
+            with self._lock:
+                slot.in_use = False
+                self._idle[slot.kind].append(slot)
+            self._watch(slot)
+            return
         self._retire(slot)
 
     def _retire(self, slot: SlotHandle) -> None:

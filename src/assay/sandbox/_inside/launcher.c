@@ -803,6 +803,12 @@ int assay_fork_program(const int *ints, const char *workdir, const void *bpf, si
 
 /* -- the init's loop over plain arm orders ------------------------------------------- */
 
+/* -err, once the `n` cgroup fds of an arm order that could not be served are closed. */
+static int unserved(int err, const int *fds, int n) {
+    for (int i = 0; i < n; i++) close(fds[i]);
+    return -err;
+}
+
 /* slot.py's loop for a slot of Python program processes, in C for the common orders: for
    each arm order in `orders` (this slot's kind with idle priority not allowed, then
    allowed, byte for byte), what _arm_and_wait does before assay_fork_program (the idle
@@ -854,21 +860,16 @@ int assay_serve(const int *ints, const char *const *orders, int max_runs, int *t
         if (fd < 0 || write(fd, "1", 1) != 1) {
             int saved = errno;
             if (fd >= 0) close(fd);
-            for (int i = 0; i < ncg; i++) close(fds[i]);
-            return -saved;
+            return unserved(saved, fds, ncg);
         }
         close(fd);
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-            int saved = errno;
-            for (int i = 0; i < ncg; i++) close(fds[i]);
-            return -saved;
-        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+            return unserved(errno, fds, ncg);
         if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
             int saved = errno;
             close(pair[0]);
             close(pair[1]);
-            for (int i = 0; i < ncg; i++) close(fds[i]);
-            return -saved;
+            return unserved(saved, fds, ncg);
         }
         /* assay_fork_program's ints: the init's ends (status, the supervisor's end of the
            request socket, the collect pipe's read end), the ids, the ruleset, the program's
