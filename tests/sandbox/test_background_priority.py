@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import pytest
+from _proctree import wait_until
 
 from assay import Runner, SandboxConfig
 from assay.sandbox import Sandbox
-from assay.sandbox._slots import SlotHandle
+from assay.sandbox._slots import SlotHandle, _pid_of
 from assay.sandbox.cgroups import RunCgroup
 
 POLICY_PY = "import os\nprint(os.sched_getscheduler(0))\n"
@@ -42,20 +43,6 @@ def _can_come_back_from_idle() -> bool:
     return bool(int(caps.split()[1], 16) >> CAP_SYS_NICE & 1) or (
         resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20
     )
-
-
-def _pid(pidfd: int) -> int:
-    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
-        return int(next(line for line in fh if line.startswith("Pid:")).split()[1])
-
-
-def _until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if check():
-            return True
-        time.sleep(0.005)
-    return check()
 
 
 def test_programs_run_at_normal_priority_whatever_the_slot_did_before() -> None:
@@ -89,9 +76,9 @@ def idle_slot(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdleSlot]:
     with Runner(sandbox) as runner:
         assert runner.run("pass").status == "ok"
         (slot,) = sandbox._idle[False, False]
-        init = _pid(slot.pidfd) if slot.pidfd is not None else -1
+        init = _pid_of(slot.pidfd) if slot.pidfd is not None else -1
         # Armed (the hand-over done): the init waits for the program at normal priority.
-        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
+        assert wait_until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER, 10)
         left: list[tuple[SlotHandle, bool]] = []
         arm = sandbox._arm
 
@@ -102,7 +89,7 @@ def idle_slot(monkeypatch: pytest.MonkeyPatch) -> Iterator[IdleSlot]:
         assert runner.run("pass").status == "ok"
         assert left == [(slot, True)]  # no other run going on: its next one may idle after
         # The record sent: the reset and the wait for an arm order at idle priority.
-        assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE)
+        assert wait_until(lambda: os.sched_getscheduler(init) == os.SCHED_IDLE, 10)
         monkeypatch.setattr(sandbox, "_arm", arm)
         yield IdleSlot(runner, slot, init, arm)
 
@@ -115,7 +102,7 @@ def test_the_slot_init_idles_between_a_record_and_the_next_hand_over(
     assert os.sched_getscheduler(init) == os.SCHED_IDLE
     arm(slot, False)
     slot.try_complete()
-    assert _until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER)
+    assert wait_until(lambda: os.sched_getscheduler(init) == os.SCHED_OTHER, 10)
     r = runner.run(POLICY_PY)
     assert r.status == "ok" and r.stdout == f"{os.SCHED_OTHER}\n".encode(), r
     # Its arm order said not to idle: after this run the init stays at normal priority.
@@ -142,7 +129,7 @@ def test_a_caller_waiting_for_an_idle_slot_brings_it_back_to_normal_priority(
         arm(slot, True)
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(slot.wait_armed, 30.0)
-            assert _until(lambda: len(boosts) >= 2)
+            assert wait_until(lambda: len(boosts) >= 2, 10)
             assert os.sched_getscheduler(init) == os.SCHED_OTHER
             assert not waiting.done()
             os.kill(init, signal.SIGCONT)
@@ -193,7 +180,7 @@ def test_the_python_steps_never_idle() -> None:
         (slot,) = sandbox._idle[False, False]
         assert not slot.background_idle
         assert slot.pidfd is not None
-        assert os.sched_getscheduler(_pid(slot.pidfd)) == os.SCHED_OTHER
+        assert os.sched_getscheduler(_pid_of(slot.pidfd)) == os.SCHED_OTHER
 
 
 def test_off_unless_asked_for() -> None:
@@ -206,4 +193,4 @@ def test_off_unless_asked_for() -> None:
         (slot,) = sandbox._idle[False, False]
         assert not slot.background_idle
         assert slot.pidfd is not None
-        assert os.sched_getscheduler(_pid(slot.pidfd)) == os.SCHED_OTHER
+        assert os.sched_getscheduler(_pid_of(slot.pidfd)) == os.SCHED_OTHER

@@ -6,16 +6,12 @@ from __future__ import annotations
 import time
 
 import pytest
+from _proctree import is_running, wait_until
 
 from assay import Runner, SandboxConfig, defaults
 from assay.sandbox import Sandbox
 from assay.sandbox._inside import wire
-from assay.sandbox._slots import SlotHandle
-
-
-def _pid(pidfd: int) -> int:
-    with open(f"/proc/self/fdinfo/{pidfd}") as fh:
-        return int(next(line for line in fh if line.startswith("Pid:")).split()[1])
+from assay.sandbox._slots import SlotHandle, _pid_of
 
 
 def _minflt(pid: int) -> int:
@@ -68,7 +64,7 @@ def test_a_slot_serves_its_runs_to_the_last_and_its_init_writes_few_pages(
             if not idle:  # retired after its last run: the next run starts a new slot
                 continue
             assert idle[0].pidfd is not None
-            init = _pid(idle[0].pidfd)
+            init = _pid_of(idle[0].pidfd)
             if i == 10:
                 before = _minflt(init)
             elif i == 30:
@@ -77,17 +73,7 @@ def test_a_slot_serves_its_runs_to_the_last_and_its_init_writes_few_pages(
             inits.add(init)
     assert len(inits) == 3  # runs 1-40, 41-80, 81-100
     # Each init ends once the supervisor hangs up (after its last run, or at the close).
-    end = time.monotonic() + 30
-    while time.monotonic() < end and any(_alive(init) for init in inits):
-        time.sleep(0.05)
-    assert not [init for init in inits if _alive(init)]
+    wait_until(lambda: not any(is_running(init) for init in inits), 30)
+    assert not [init for init in inits if is_running(init)]
     # ~12 here (the Python loop wrote ~128 per run)
     assert faults < 40, faults
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
