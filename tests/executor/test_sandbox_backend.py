@@ -161,11 +161,9 @@ def _fd_kinds(leave_out: tuple[str, ...] = ()) -> collections.Counter[str]:
 
 
 def _settled_fd_kinds(sandbox: object, timeout_s: float = 20.0) -> collections.Counter[str]:
-    """The descriptors once the pool's background work is over: every idle slot's "armed"
-    message taken (the arming thread takes it after the executor has returned; seen: 6
-    sockets) and the cgroup pool's thread waiting with nothing to do, its ready cgroups
-    counted out (it fills them at its own pace, ~8 descriptors each, at most ``keep`` of
-    them whatever the number of executors). Then the count must hold still for 0.3 s. A
+    """The descriptors once the pool's background work is over: the cgroup pool's thread
+    waiting with nothing to do, its ready cgroups counted out (it fills them at its own
+    pace, ~8 descriptors each, at most ``keep`` of them whatever the number of executors). Then the count must hold still for 0.3 s. A
     settle on stillness alone returned early on a loaded CI host (342 descriptors, then 348
     for the same pool); counting each cgroup file did too (313, then 319: two cgroups had
     been through a reuse check in between, 3 more files open each)."""
@@ -173,10 +171,6 @@ def _settled_fd_kinds(sandbox: object, timeout_s: float = 20.0) -> collections.C
     deadline = time.monotonic() + timeout_s
 
     def quiet() -> bool:
-        with sandbox._lock:  # type: ignore[attr-defined]
-            idle = [slot for kind in sandbox._idle.values() for slot in kind]  # type: ignore[attr-defined]
-        if any(slot.pending_fd() is not None for slot in idle):
-            return False
         return pool is None or pool.settled()
 
     def count() -> collections.Counter[str]:

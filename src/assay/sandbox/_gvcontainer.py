@@ -208,7 +208,7 @@ class Container:
         if self.cg is not None:
             run_base = self.cg.usage_bytes()
             budget = run_base + (lim.memory_mb << 20) + self.overhead
-            self.cg.arm(CgroupLimits(budget, defaults.GVISOR_HOST_PIDS, req.cpu_weight), zero=True)
+            self.cg.arm(CgroupLimits(budget, defaults.GVISOR_HOST_PIDS, req.cpu_weight))
         started = time.monotonic()
         listeners = []
         for i in range(len(req.pass_fds)):

@@ -230,8 +230,8 @@ class Supervision:
                 poller.register(fd, events)
 
         finished = False
-        # The counters were zeroed when the slot was armed, and the armed process waits
-        # without computing: the first reading would be ~0, so it is not taken.
+        # The counters were zeroed just before the request went out, and the armed process
+        # waits without computing: the first reading would be ~0, so it is not taken.
         next_cpu_check = self.started + run_status.cpu_check_after(
             0.0, limits.time_s, self.ncpu, 0.002, self.req.cpu_poll_s
         )

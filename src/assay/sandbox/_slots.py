@@ -34,9 +34,8 @@ class SlotHandle:
         self.cg: RunCgroup | None = None
         self.req_sock: socket.socket | None = None  # to the armed program process
         self.prog_armed = False  # the program process's own "armed" has been read
-        self.zeroed = False  # the armed cgroup's counters are zeroed (see try_complete)
         self.in_use = False  # taken by a run (set and read under ``lock``)
-        #: Held while a thread reads this slot's messages (the run's, or the completer's).
+        #: Held while a thread reads this slot's messages.
         self.lock = threading.Lock()
         self.error = ""
         self.runs = 0
@@ -94,38 +93,19 @@ class SlotHandle:
         """Back to normal priority: the slot's init and every process of the armed run's
         cgroup (the program process arming itself), which may be at idle priority doing
         the slot's work between runs (launcher.c's ``assay_background_idle``)."""
-        pids = [self.init_pid] if self.init_pid is not None else []
+        # By host id, as the kernel has no pidfd form of sched_setscheduler. The init's id was
+        # read when the slot became ready: it is its own only while the init lives, which
+        # its pidfd tells (an id that ended could be reused). The cgroup's ids are read just
+        # before: one that ends in between would need the pid space to wrap to be reused.
+        pids = []
+        if self.init_pid is not None and self.pidfd is not None and not readable(self.pidfd, 0):
+            pids.append(self.init_pid)
         if self.cg is not None:
             with contextlib.suppress(OSError, ValueError):
                 pids += self.cg.thread_ids()
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(pid, os.SCHED_OTHER, _NORMAL)
-
-    def try_complete(self) -> None:
-        """Take whatever "armed" messages are already here, and once both are, zero the
-        cgroup's counters (the armed process now only waits): the work ``wait_armed`` and
-        the run would otherwise do on their critical path. Never blocks."""
-        if not self.lock.acquire(blocking=False):
-            return
-        try:
-            if self.in_use or self.pidfd is None or self.error or self.zeroed:
-                return
-            if self._take_armed(None) and self.cg is not None:
-                self.cg.zero()
-                self.zeroed = True
-        except OSError:
-            pass  # left to the run's own wait_armed and arm, which report it
-        finally:
-            self.lock.release()
-
-    def pending_fd(self) -> int | None:
-        """The socket the next "armed" message arrives on (None: nothing awaited)."""
-        if self.in_use or self.pidfd is None or self.error or self.zeroed:
-            return None
-        if self.req_sock is None:
-            return self.sock.fileno()
-        return None if self.prog_armed else self.req_sock.fileno()
 
     def _take_armed(self, timeout: float | None) -> bool:
         """``timeout`` None: only what has arrived (False if something is missing)."""
@@ -209,7 +189,6 @@ class SlotHandle:
             self.req_sock.close()
             self.req_sock = None
         self.prog_armed = False
-        self.zeroed = False
 
     def arm(self, cg: RunCgroup | None, idle: bool = False) -> None:
         """Have the slot fork its next program process into ``cg`` (asynchronously);

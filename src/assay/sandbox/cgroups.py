@@ -67,9 +67,8 @@ class RunCgroup(Protocol):
     def procs_fds(self) -> list[int]:
         """The cgroup's own write-only fds of ``cgroup.procs`` (one per hierarchy): no close."""
 
-    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
-        """Set the run's limits and (unless done already) zero its counters, just before the
-        program starts."""
+    def arm(self, limits: CgroupLimits) -> None:
+        """Set the run's limits and zero its counters, just before the program starts."""
 
     def zero(self) -> None:
         """Zero the CPU and peak-memory counters (the armed program process is waiting)."""
@@ -178,13 +177,11 @@ class _V1Run:
             _write(os.path.join(self.dirs["cpu"], "cpu.shares"), str(shares))
         self._written = limits
 
-    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
+    def arm(self, limits: CgroupLimits) -> None:
         """Limits are written only when they differ from those the pool prepared; the
-        counters are zeroed (here, or earlier by ``zero``) since the armed program process
-        already ran in here."""
+        counters are zeroed since the armed program process already ran in here."""
         self.set_limits(limits)
-        if zero:
-            self.zero()
+        self.zero()
 
     def zero(self) -> None:
         self.files.write(self._cpu, "0", os.O_RDWR)
@@ -345,10 +342,9 @@ class _V2Run:
             _write(self._file("pids.max"), str(limits.pids))
         self._written = limits
 
-    def arm(self, limits: CgroupLimits, zero: bool = True) -> None:
+    def arm(self, limits: CgroupLimits) -> None:
         self.set_limits(limits)
-        if zero:
-            self.zero()
+        self.zero()
 
     def zero(self) -> None:
         self._cpu_base = 0.0

@@ -64,11 +64,11 @@ class SandboxConfig:
     #: ``"gvisor"`` (the hardened tier: programs run on gVisor's user-space kernel, see
     #: ``gvisor.py``). ``$ASSAY_ISOLATION`` sets it for every sandbox of the process.
     isolation: str = field(default_factory=lambda: os.environ.get("ASSAY_ISOLATION") or "default")
-    #: Whether a slot does its work between runs at idle priority where it can (launcher.c's
-    #: ``assay_background_idle``): faster at concurrency = cores, but off by default until
-    #: a flake seen with it is understood (a memory bomb judged ``time_limit`` now and then
-    #: in ``tests/executor/ray/test_executor.py``; see docs/explanations/performance.md).
-    background_idle: bool = False
+    #: Whether a slot does its work between runs (its reset, the next program process's
+    #: arming) at idle priority where the host allows the way back (launcher.c's
+    #: ``assay_background_idle``), while fewer runs than CPUs go on: faster at concurrency
+    #: = cores; no program runs at idle priority (docs/explanations/performance.md).
+    background_idle: bool = True
     image_root: str | None = field(
         default_factory=lambda: os.environ.get("ASSAY_IMAGE_ROOT") or None
     )

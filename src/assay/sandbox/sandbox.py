@@ -8,7 +8,6 @@ import fcntl
 import itertools
 import json
 import os
-import select
 import socket
 import threading
 
@@ -85,19 +84,6 @@ class Sandbox:
             if self.cgroups is not None
             else None
         )
-        # Idle slots finish arming (their "armed" messages, zeroed cgroup counters) on a
-        # thread of their own, off the next run's critical path. The thread that makes a
-        # slot idle registers the socket its next message arrives on (``_watch``): the
-        # arming thread wakes once per message, not once per run to learn of the slot.
-        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        self._epoll = select.epoll()
-        self._epoll.register(self._wake_r, select.EPOLLIN)
-        #: fd -> the idle slot whose next message arrives on it (under ``_lock``).
-        self._watched: dict[int, SlotHandle] = {}
-        self._completer = threading.Thread(
-            target=self._complete_idle, daemon=True, name="assay-arming"
-        )
-        self._completer.start()
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Sandbox:
@@ -114,15 +100,6 @@ class Sandbox:
                 kind.clear()
         for slot in idle:
             self._retire(slot)
-        self._wake()
-        self._completer.join(timeout=5)
-        with self._lock:
-            wake, self._wake_r, self._wake_w = (self._wake_r, self._wake_w), -1, -1
-        if not self._completer.is_alive():
-            self._epoll.close()
-            for fd in wake:
-                if fd >= 0:
-                    os.close(fd)
         with self._lock:
             if self._zygote is not None:
                 self._zygote.close()
@@ -133,48 +110,6 @@ class Sandbox:
             self.cgroups.close()
         if self.uids is not None:
             self.uids.close()
-
-    def _wake(self) -> None:
-        fd = self._wake_w
-        if fd >= 0:
-            with contextlib.suppress(BlockingIOError, OSError):
-                os.write(fd, b"x")
-
-    def _watch(self, slot: SlotHandle) -> None:
-        """Have the arming thread finish ``slot``'s arming (``SlotHandle.try_complete``)
-        when its next message arrives; nothing if none is awaited."""
-        fd = slot.pending_fd()
-        if fd is None or fd < 0:
-            return
-        with self._lock:
-            if self._closed:
-                return
-            self._watched[fd] = slot
-            mask = select.EPOLLIN | select.EPOLLONESHOT
-            try:
-                try:
-                    self._epoll.register(fd, mask)
-                except FileExistsError:  # registered for an earlier run, since fired
-                    self._epoll.modify(fd, mask)
-            except OSError:  # closed meanwhile (the slot retired): nothing to finish
-                del self._watched[fd]
-
-    def _complete_idle(self) -> None:
-        """Read idle slots' "armed" messages as they arrive and zero their cgroups' counters
-        (``SlotHandle.try_complete``); a run that takes a slot first does it itself."""
-        while True:
-            events = self._epoll.poll(1.0)
-            with self._lock:
-                if self._closed:
-                    break
-                slots = [self._watched.pop(fd, None) for fd, _mask in events]
-            for (fd, _mask), slot in zip(events, slots, strict=True):
-                if fd == self._wake_r:
-                    with contextlib.suppress(BlockingIOError, OSError):
-                        os.read(self._wake_r, 4096)
-                elif slot is not None:
-                    slot.try_complete()
-                    self._watch(slot)  # a message still awaited (the program's "armed")
 
     def _zygote_for_run(self) -> ZygoteProcess:
         with self._lock:
@@ -293,7 +228,6 @@ class Sandbox:
             with self._lock:
                 slot.in_use = False
                 self._idle[slot.kind].append(slot)
-            self._watch(slot)
             return
         self._retire(slot)
 
@@ -333,9 +267,7 @@ class Sandbox:
                 keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
                 if keep:
                     self._idle[slot.kind].append(slot)
-            if keep:
-                self._watch(slot)
-            else:
+            if not keep:
                 self._retire(slot)
 
     # -- running ----------------------------------------------------------------------------
@@ -378,7 +310,7 @@ class Sandbox:
             if cg is not None:
                 try:
                     cg_limits = _cg_limits(limits, req.cpu_weight)
-                    cg.arm(cg_limits, zero=not slot.zeroed)
+                    cg.arm(cg_limits)
                     if self._cg_pool is not None:
                         self._cg_pool.note_limits(cg_limits)
                 except OSError as exc:
