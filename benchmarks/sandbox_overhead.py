@@ -4,10 +4,16 @@ Measures, on this machine and in the same process:
   * Python ``print(1)``: sandboxed (fork server, full isolation) vs a bare
     ``subprocess.run([python, "-c", "print(1)"])`` loop, at concurrency 1 and = cores;
   * a prebuilt C binary: sandboxed run vs a bare spawn of the same binary (concurrency 1).
-Rounds of each are interleaved so background noise hits both sides alike; figures are
-medians over the rounds. Ends with one JSON line.
 
-    .venv/bin/python benchmarks/sandbox_overhead.py [--runs 300] [--rounds 3]
+Throughput at concurrency = cores is measured two ways, both sides alike: ``cores`` caller
+threads each running back to back for ``--seconds`` (the throughput ratio: nothing but the
+runs in the process), and ``--runs`` runs through a ``ThreadPoolExecutor`` (``pool``: as a
+trainer's reward workers submit; its collecting thread wakes once per run in the same
+process, a fixed cost per run that weighs more on the faster side). Rounds of each are
+interleaved so background noise hits both sides alike; figures are medians over the rounds.
+Ends with one JSON line.
+
+    .venv/bin/python benchmarks/sandbox_overhead.py [--runs 300] [--rounds 3] [--seconds 2]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +50,25 @@ def _throughput(fn: Callable[[], object], n: int, workers: int) -> float:
         t = time.perf_counter()
         list(pool.map(lambda _: fn(), range(n)))
         return n / (time.perf_counter() - t)
+
+
+def _callers(fn: Callable[[], object], seconds: float, workers: int) -> float:
+    """Runs per second of ``workers`` threads each calling ``fn`` back to back."""
+    done = [0] * workers
+    t0 = time.perf_counter()
+    end = t0 + seconds
+
+    def caller(i: int) -> None:
+        while time.perf_counter() < end:
+            fn()
+            done[i] += 1
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.perf_counter() - t0)
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -82,6 +108,9 @@ def main() -> None:
     )
     ap.add_argument("--runs", type=int, default=300, help="runs per measurement per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--seconds", type=float, default=2.0, help="per throughput measurement per round"
+    )
     ap.add_argument("--python", default=defaults.PYTHON_INTERPRETER)
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
@@ -116,6 +145,8 @@ def main() -> None:
                 "bare_c1_p95_ms",
                 "py_cN_runs_per_s",
                 "bare_cN_runs_per_s",
+                "py_pool_runs_per_s",
+                "bare_pool_runs_per_s",
                 "c_sandbox_p50_ms",
                 "c_bare_p50_ms",
             )
@@ -127,8 +158,10 @@ def main() -> None:
             lat = _latencies(bare_py, args.runs)
             rows["bare_c1_p50_ms"].append(_pct(lat, 0.5))
             rows["bare_c1_p95_ms"].append(_pct(lat, 0.95))
-            rows["py_cN_runs_per_s"].append(_throughput(sandboxed_py, args.runs, cores))
-            rows["bare_cN_runs_per_s"].append(_throughput(bare_py, args.runs, cores))
+            rows["py_cN_runs_per_s"].append(_callers(sandboxed_py, args.seconds, cores))
+            rows["bare_cN_runs_per_s"].append(_callers(bare_py, args.seconds, cores))
+            rows["py_pool_runs_per_s"].append(_throughput(sandboxed_py, args.runs, cores))
+            rows["bare_pool_runs_per_s"].append(_throughput(bare_py, args.runs, cores))
             rows["c_sandbox_p50_ms"].append(_pct(_latencies(sandboxed_c, args.runs), 0.5))
             rows["c_bare_p50_ms"].append(_pct(_latencies(bare_c, args.runs), 0.5))
     runner.close()
@@ -141,6 +174,7 @@ def main() -> None:
         "bare_c1_p50_ms": round(med["bare_c1_p50_ms"], 2),
         "bare_cN_runs_per_s": round(med["bare_cN_runs_per_s"], 1),
         "throughput_ratio": round(med["py_cN_runs_per_s"] / med["bare_cN_runs_per_s"], 2),
+        "pool_throughput_ratio": round(med["py_pool_runs_per_s"] / med["bare_pool_runs_per_s"], 2),
         "c_p50_overhead_ms": round(med["c_sandbox_p50_ms"] - med["c_bare_p50_ms"], 2),
     }
     print(f"machine: {cores} cores, python {args.python}, {args.rounds} rounds x {args.runs} runs")
@@ -155,10 +189,14 @@ def main() -> None:
         f"{f'python print(1) runs/s, c={cores}':38} {result['py_cN_runs_per_s']:>10} {result['bare_cN_runs_per_s']:>10}"
     )
     print(
+        f"{'  the same through a thread pool':38} {round(med['py_pool_runs_per_s'], 1):>10} {round(med['bare_pool_runs_per_s'], 1):>10}"
+    )
+    print(
         f"{'C binary p50 latency, c=1 (ms)':38} {round(med['c_sandbox_p50_ms'], 2):>10} {round(med['c_bare_p50_ms'], 2):>10}"
     )
     print(
-        f"throughput ratio (sandboxed / bare): {result['throughput_ratio']}x; "
+        f"throughput ratio (sandboxed / bare): {result['throughput_ratio']}x "
+        f"(through a thread pool {result['pool_throughput_ratio']}x); "
         f"C overhead p50: {result['c_p50_overhead_ms']} ms"
     )
     sys.stdout.write(json.dumps(result) + "\n")
