@@ -49,7 +49,6 @@ ROLES = (
     # The executor's workers: queue, judge, grading, and a call test's run with its channel.
     (WORKER_THREAD, "judging"),
     ("assay-run", "sandbox runs"),  # background runs: a script test's (judge/_background)
-    ("assay-arming", "slot arming"),  # idle slots' next program processes (sandbox.py)
     ("assay-cgroups", "cgroup pool"),  # cgroups checked, reset, made and removed (_slots.py)
 )
 
