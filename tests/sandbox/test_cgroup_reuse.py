@@ -53,6 +53,7 @@ def test_clean_runs_share_cgroups_and_measure_only_themselves() -> None:
 
 def test_a_cgroup_that_saw_an_oom_kill_is_never_reused() -> None:
     with Runner() as runner:
+        runner.sandbox.warm_up(1, 0)  # its slot's calibration run (sandbox.py) over first
         seen = _record_cgroups(runner)
         pool = runner.sandbox._cg_pool
         assert pool is not None

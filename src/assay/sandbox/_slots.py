@@ -41,6 +41,11 @@ class SlotHandle:
         self.runs = 0
         #: The slot's own host uid (== gid), None when every slot shares one.
         self.uid: int | None = None
+        #: Whether the slot's first run is to be its calibration (``Sandbox._calibrate``).
+        self.calibrate = False
+        #: An order for the slot's init to take before the next arm order (the pages its
+        #: calibration run reported: ``wire.PREFAULT``).
+        self.first_order: bytes | None = None
         #: Whether the slot's init does its work between runs at idle priority (launcher.c's
         #: ``assay_background_idle``; known once the slot is ready), and its host pid then.
         self.background_idle = False
@@ -194,6 +199,9 @@ class SlotHandle:
         """Have the slot fork its next program process into ``cg`` (asynchronously);
         ``idle``: the slot's init may do its work after that run at idle priority."""
         fds = cg.procs_fds() if cg is not None else []
+        if self.first_order is not None:
+            order, self.first_order = self.first_order, None
+            wire.send_raw(self.sock, order)
         wire.send_raw(self.sock, wire.ARM[self.launcher, self.net, idle], fds)
         self.cg = cg
 

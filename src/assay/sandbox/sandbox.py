@@ -8,6 +8,7 @@ import fcntl
 import itertools
 import json
 import os
+import re
 import socket
 import threading
 
@@ -15,7 +16,7 @@ from .. import defaults
 from ..errors import InsecureHostError, SandboxError, ValidationError
 from ..types import ExecResult, Limits
 from . import cgroups
-from ._inside import wire
+from ._inside import pyrun, wire
 from ._launch import encode_spec
 from ._request import files_over_memory, validate_request
 from ._run import RunRequest, Supervision
@@ -162,6 +163,13 @@ class Sandbox:
             child.close()
         slot = SlotHandle(sock, zygote, launcher, net)
         slot.uid = uid
+        # (Not for a pool that keeps no slot: each run's slot would be calibrated and gone.)
+        slot.calibrate = (
+            self.config.prefault
+            and self.pool_size > 0
+            and not launcher
+            and bool(zygote.info.get("native_fork"))
+        )
         self._arm(slot)
         return slot
 
@@ -178,7 +186,9 @@ class Sandbox:
         """A ready, armed slot for ``mode``: the longest-idle one if any (so the others
         finish resetting in the background), else a new one."""
         error = ""
-        for _attempt in range(defaults.ZYGOTE_RESTARTS * 2):
+        attempts = calibrations = 0
+        while attempts < defaults.ZYGOTE_RESTARTS * 2:
+            attempts += 1
             zygote = self._zygote_for_run()
             launcher = mode == "exec" and bool(zygote.info.get("launcher"))
             with self._lock:
@@ -202,10 +212,31 @@ class Sandbox:
                 if self.config.background_idle:
                     with self._lock:
                         self._running += 1
+                if slot.calibrate:  # the slot's first run, then it is idle again
+                    result = self._calibrate(slot)
+                    calibrations += 1
+                    if result.status == "ok" and calibrations <= self.pool_size:
+                        attempts -= 1  # not a failed attempt
+                    elif result.status != "ok":
+                        error = f"calibration run: {result.status} {result.stderr[-500:]!r}"
+                    continue
                 return slot
             error = slot.error
             self._retire(slot)
         raise SandboxError(f"no sandbox became ready: {error}")
+
+    def _calibrate(self, slot: SlotHandle) -> ExecResult:
+        """A fresh slot's first run, the supervisor's own ``print(1)``: its program process
+        reports the pages it wrote (``pyrun.CALIBRATE``), which go to the slot's
+        init before its next arm order; each later program process of the slot faults them
+        in before it says "armed" (launcher.c's ``prefault``), so a run's ~280 page faults
+        after its request become the slot's background work. Learned from this run only: no
+        tenant's run shapes another's process. A calibration that reports no pages only leaves
+        the slot without them."""
+        slot.calibrate = False
+        files = [("main.py", b"print(1)\n", 0o644)]
+        req = RunRequest("python", ["/work/main.py", pyrun.CALIBRATE], files)
+        return self._run_in(slot, req, files, [], calibrating=True)
 
     def _release(self, slot: SlotHandle, reusable: bool) -> None:
         slot.runs += 1
@@ -263,6 +294,18 @@ class Sandbox:
             if not slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S):
                 self._retire(slot)
                 continue
+            if slot.calibrate:  # now, not on a caller's first run; back to idle after it
+                with slot.lock:
+                    slot.in_use = True
+                    armed = slot.wait_armed(defaults.ZYGOTE_START_TIMEOUT_S)
+                if not armed:
+                    self._retire(slot)
+                    continue
+                if self.config.background_idle:
+                    with self._lock:
+                        self._running += 1
+                self._calibrate(slot)
+                continue
             with self._lock:
                 keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size
                 if keep:
@@ -301,6 +344,7 @@ class Sandbox:
         req: RunRequest,
         files: list[tuple[str, bytes, int]],
         collect: list[str],
+        calibrating: bool = False,
     ) -> ExecResult:
         limits = req.limits
         cg = slot.cg
@@ -363,6 +407,8 @@ class Sandbox:
             for fd in (out_r, err_r):  # a new pipe's only flag: one fcntl, not get and set
                 fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
             result = sup.wait(slot.req_sock, slot.sock, out_r, err_r, slot.kill_run, slot.kill_slot)
+            if calibrating:
+                slot.first_order = _prefault_order(result)
             # After a kill order the slot's init has cleaned up; only a destroyed slot is lost.
             reusable = not sup.hard_killed and (
                 sup.exit_record is not None or sup.kill_reason is not None
@@ -380,6 +426,22 @@ class Sandbox:
             # torn down (a re-arm off the caller's path saved ~1 ms but let a retired slot's
             # processes outlive the call).
             self._release(slot, reusable)
+
+
+#: A line of a calibration run's page report: "address bytes".
+_PAGES_LINE = re.compile(rb"[0-9]{1,20} [0-9]{1,20}")
+
+
+def _prefault_order(result: ExecResult) -> bytes | None:
+    """The order that gives a slot's init the pages its calibration run reported (after
+    the program's own "1"), or None if the run did not report them as it should."""
+    head, _, report = result.stdout.partition(b"\n")
+    lines = report.splitlines()
+    if result.status != "ok" or head != b"1" or not lines or len(lines) > 2048:
+        return None
+    if not all(_PAGES_LINE.fullmatch(line) for line in lines):
+        return None
+    return wire.PREFAULT + report
 
 
 def _cg_limits(limits: Limits, cpu_weight: int = 100) -> cgroups.CgroupLimits:

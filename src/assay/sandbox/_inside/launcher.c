@@ -50,6 +50,7 @@
 #include <sys/resource.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/signalfd.h>
@@ -748,6 +749,148 @@ void assay_set_fork_hooks(void *before, void *parent, void *child) {
     py_after_fork_child = (void (*)(void))child;
 }
 
+/* -- the pages a run writes, faulted in before it is there ----------------------------- */
+
+/* A program process shares every page with its slot's init until it writes one, which the
+   kernel then copies: ~280 faults of a Python print(1) once its request is there, each on
+   the run's path. The slot's first run, the supervisor's own print(1) (its calibration:
+   sandbox.py), reports the pages it made its own (assay_report_pages); each later program
+   process of the slot faults them in before it says "armed" (prefault), as the slot's
+   background work, and its run finds them its own already. (The code pages a run maps
+   too: populating them all cost more than their ~50 faults.) */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+enum { PREFAULT_MAX = 2048 }; /* ranges */
+static unsigned long prefault_ranges[2 * PREFAULT_MAX]; /* (address, bytes) pairs */
+static int prefault_n;
+
+/* `ranges`: n (address, bytes) pairs (copied; -1 past PREFAULT_MAX). */
+int assay_set_prefault(const unsigned long *ranges, int n) {
+    if (n < 0 || n > PREFAULT_MAX) return -1;
+    memcpy(prefault_ranges, ranges, 2 * (size_t)n * sizeof *ranges);
+    prefault_n = n;
+    return 0;
+}
+
+/* Failures are only lost time (a range the process does not map; EINVAL, before Linux
+   5.14: the rest is not tried). MADV_POPULATE_WRITE only faults pages in: no byte changes. */
+static void prefault(void) {
+    for (int i = 0; i < prefault_n; i++)
+        if (madvise((void *)prefault_ranges[2 * i], prefault_ranges[2 * i + 1],
+                    MADV_POPULATE_WRITE) != 0 &&
+            errno == EINVAL)
+            return;
+}
+
+/* Bits of a /proc/<pid>/pagemap entry (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_PRESENT (1ULL << 63)
+#define PM_FILE (1ULL << 61)
+#define PM_EXCLUSIVE (1ULL << 56)
+
+/* One line "address bytes" at *len of out (cap bytes); -1 when full. */
+static int report_line(unsigned long addr, unsigned long bytes, char *out, size_t *len,
+                       size_t cap, int *n) {
+    if (*n >= PREFAULT_MAX) return -1;
+    int w = snprintf(out + *len, cap - *len, "%lu %lu\n", addr, bytes);
+    if (w < 0 || (size_t)w >= cap - *len) return -1;
+    *len += (size_t)w;
+    ++*n;
+    return 0;
+}
+
+/* The runs of pages of [start, end) that are this process's own anonymous pages. */
+static void report_mapping(int pagemap, unsigned long start, unsigned long end,
+                           unsigned long long *entries, char *out, size_t *len, size_t cap,
+                           int *n) {
+    const unsigned long page = (unsigned long)sysconf(_SC_PAGESIZE);
+    unsigned long run = 0, run_len = 0;
+    for (unsigned long at = start; at < end;) {
+        size_t count = (end - at) / page;
+        if (count > 512) count = 512;
+        ssize_t got = pread(pagemap, entries, count * 8, (off_t)(at / page * 8));
+        if (got <= 0) break;
+        count = (size_t)got / 8;
+        for (size_t i = 0; i < count; i++) {
+            unsigned long long e = entries[i];
+            int own = (e & PM_PRESENT) && (e & PM_EXCLUSIVE) && !(e & PM_FILE);
+            unsigned long addr = at + i * page;
+            if (own && run_len && run + run_len == addr) {
+                run_len += page;
+                continue;
+            }
+            if (run_len && report_line(run, run_len, out, len, cap, n) != 0) return;
+            run_len = 0;
+            if (own) {
+                run = addr;
+                run_len = page;
+            }
+        }
+        at += count * page;
+    }
+    if (run_len) report_line(run, run_len, out, len, cap, n);
+}
+
+/* Write to fd, as lines "address bytes", the pages of this process's private writable
+   mappings that are its own (present, mapped by it alone, not the file's): in a program
+   process forked from its init, the pages its run wrote. Its working memory (a mapping of
+   its own, which the kernel may merge with a neighbour) is left out. 0, or -1 with errno. */
+int assay_report_pages(int fd) {
+    const size_t maps_cap = 1 << 20, out_cap = 1 << 18, entries_bytes = 512 * 8;
+    size_t size = maps_cap + out_cap + entries_bytes;
+    char *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) return -1;
+    char *maps = mem, *out = mem + maps_cap;
+    unsigned long long *entries = (unsigned long long *)(mem + maps_cap + out_cap);
+    int result = -1, saved = 0, n = 0;
+    size_t used = 0, len = 0;
+    int mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (mfd < 0 || pagemap < 0) goto done;
+    for (ssize_t got; used < maps_cap - 1 &&
+                      (got = read(mfd, maps + used, maps_cap - 1 - used)) > 0;)
+        used += (size_t)got;
+    maps[used] = 0;
+    for (char *line = maps; *line;) {
+        char *eol = strchr(line, '\n');
+        if (eol) *eol = 0;
+        unsigned long start, end;
+        char perms[8] = "", name[64] = "";
+        int fields = sscanf(line, "%lx-%lx %7s %*s %*s %*s %63s", &start, &end, perms, name);
+        int special = name[0] == '[' && strcmp(name, "[heap]") && strcmp(name, "[stack]");
+        if (fields >= 3 && perms[1] == 'w' && perms[3] == 'p' && !special) {
+            /* The working memory may have merged with a neighbouring anonymous mapping. */
+            unsigned long lo = (unsigned long)mem, hi = lo + size;
+            if (start < lo)
+                report_mapping(pagemap, start, end < lo ? end : lo, entries, out, &len,
+                               out_cap, &n);
+            if (end > hi)
+                report_mapping(pagemap, start > hi ? start : hi, end, entries, out, &len,
+                               out_cap, &n);
+        }
+        if (!eol) break;
+        line = eol + 1;
+    }
+    result = 0;
+    for (size_t at = 0; at < len;) {
+        ssize_t w = write(fd, out + at, len - at);
+        if (w <= 0) {
+            result = -1;
+            break;
+        }
+        at += (size_t)w;
+    }
+done:
+    saved = errno;
+    if (mfd >= 0) close(mfd);
+    if (pagemap >= 0) close(pagemap);
+    munmap(mem, size);
+    errno = saved;
+    return result;
+}
+
 /* Fork the run's Python program process and, in it, arm and take the request before
    returning to Python: the child then has written only the pages these C steps touch,
    where the same steps reached through Python (the fork's return, two ctypes calls with
@@ -783,6 +926,7 @@ int assay_fork_program(const int *ints, const char *workdir, const void *bpf, si
     int collect_w = ints[8], ncg = ints[9];
     if (assay_arm(workdir, uid, gid, userns, ints + 10, ncg, ruleset, bpf, bpf_len, req) != 0)
         _exit(126);
+    prefault();
     if (send(req, ARMED_MSG, sizeof ARMED_MSG - 1, MSG_NOSIGNAL) != (ssize_t)sizeof ARMED_MSG - 1)
         _exit(126);
     char *spec;

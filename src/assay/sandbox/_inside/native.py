@@ -46,6 +46,8 @@ class Native:
         self._foreground = _function(lib, "assay_foreground")
         self._run_idle = _function(lib, "assay_run_idle", i)
         self._ruleset = _function(lib, "assay_ruleset")
+        self._set_prefault = _function(lib, "assay_set_prefault", P(ctypes.c_ulong), i)
+        self._report_pages = _function(lib, "assay_report_pages", i)
         self._reset_args: tuple[Any, ...] = ()
         self._reset_steps: list[str] = []
         self._pidfd = ctypes.c_int(-1)
@@ -234,6 +236,21 @@ class Native:
         """Whether the background work after the coming runs is done at idle priority (the
         supervisor's choice, in each arm order: see ``Sandbox._release``)."""
         self._run_idle(1 if idle else 0)
+
+    def set_prefault(self, lines: bytes) -> None:
+        """Have each program process :meth:`fork_program` forks fault in, before it says
+        "armed", the pages of ``lines`` ("address bytes", as :meth:`report_pages` writes
+        them). Raises ValueError on a malformed line or too many."""
+        flat = [int(v) for line in lines.split(b"\n") if line for v in line.split(b" ", 1)]
+        if len(flat) % 2 or self._set_prefault((ctypes.c_ulong * len(flat))(*flat), len(flat) // 2):
+            raise ValueError(f"{len(flat) // 2} prefault ranges: malformed or too many")
+
+    def report_pages(self, fd: int) -> None:
+        """Write to ``fd`` the pages this process wrote since its fork (launcher.c's
+        ``assay_report_pages``): what :meth:`set_prefault` takes."""
+        if self._report_pages(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"report pages: {os.strerror(err)}")
 
     def foreground(self) -> None:
         """Back to normal priority, before forking a program process outside the C steps

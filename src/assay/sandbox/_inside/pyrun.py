@@ -8,12 +8,17 @@ and tracebacks that start at the program's own frame.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import marshal
 import os
 import sys
 import types
 from importlib.util import MAGIC_NUMBER
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # Imported here, in the fork server (``atexit``, which it imports, costs ~0.5 ms per run).
 if __package__:
@@ -23,6 +28,13 @@ else:  # gVisor's exec server made this module from its text, after ``assay_pyex
 
 _PREBUILT: tuple[io.TextIOWrapper, io.TextIOWrapper, io.TextIOWrapper] | None = None
 _KEPT: list[object] = []
+#: Set by the fork server where launcher.c's library is loaded: reports the pages a run
+#: wrote to an fd (``Native.report_pages``), which a calibration run does at its end.
+report_pages: Callable[[int], None] | None = None
+#: A slot's calibration run (the supervisor's own ``print(1)``, the slot's first run: see
+#: sandbox.py) has this argument after its program: after the run, the program process
+#: writes the pages it wrote to its stdout (``report_pages``).
+CALIBRATE = "--assay-report-pages"
 
 
 def prebuild_streams() -> None:
@@ -112,4 +124,9 @@ def run(path: str, argv: list[str], base_path: list[str]) -> None:
         except BaseException:
             pass
         status = 1
-    os._exit(pyexit.shutdown(status))
+    status = pyexit.shutdown(status)
+    if report_pages is not None and argv[1:] == [CALIBRATE]:
+        # A slot's calibration run (sandbox.py): its pages, after everything else it wrote.
+        with contextlib.suppress(OSError):
+            report_pages(1)
+    os._exit(status)

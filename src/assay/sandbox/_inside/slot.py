@@ -135,6 +135,8 @@ class Slot:
                     data, fds = wire.recv_raw(self.status)
                 if not data:
                     os._exit(0)
+                if data.startswith(wire.PREFAULT) and native is not None:
+                    native.set_prefault(data[len(wire.PREFAULT) :])  # pages for every run next
                 kind = arms.get(data)
                 if kind is not None and kind[1] != self.net:  # its ruleset is of one kind
                     report_error(self.status, "arm", ValueError("arm order of the other kind"))

@@ -44,6 +44,10 @@ ARM = {
 }
 ARMED = b'{"kind":"armed"}'
 KILL = b'{"op":"kill"}'
+#: The order that gives a slot's init the pages its calibration run wrote (see
+#: ``pyrun.CALIBRATE``), as "address bytes" lines after it:
+#: each later program process of the slot faults them in before it says "armed".
+PREFAULT = b"prefault\n"
 
 
 def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:

@@ -81,6 +81,8 @@ class Zygote:
             except OSError as exc:  # the same steps in Python, slower
                 info["native_error"] = str(exc)
         info["native"] = self.native is not None
+        if self.native is not None:
+            pyrun.report_pages = self.native.report_pages
         # Python program processes forked (and armed) in C: see native.Native.fork_program.
         info["native_fork"] = self.native is not None and self.native.can_fork
         rootfs.build_template(
