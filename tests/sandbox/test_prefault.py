@@ -5,6 +5,7 @@ processes fault them in before their requests (sandbox.py's ``_calibrate``, laun
 from __future__ import annotations
 
 import pytest
+from _pages import OWN_PAGES
 
 from assay import Runner, SandboxConfig
 from assay.sandbox import Sandbox
@@ -13,24 +14,6 @@ from assay.sandbox._run import RunRequest
 from assay.sandbox._slots import SlotHandle
 from assay.sandbox.sandbox import _prefault_order
 from assay.types import ExecResult
-
-#: The pages of its writable private mappings a program process has made its own so far.
-OWN_PAGES = """
-import os
-n = 0
-fd = os.open("/proc/self/pagemap", os.O_RDONLY)
-with open("/proc/self/maps") as fh:
-    for line in fh:
-        f = line.split()
-        if f[1][1] != "w" or f[1][3] != "p" or f[-1] in ("[vvar]", "[vdso]", "[vsyscall]"):
-            continue
-        a, b = (int(x, 16) for x in f[0].split("-"))
-        data = os.pread(fd, (b - a) // 4096 * 8, a // 4096 * 8)
-        for i in range(0, len(data), 8):
-            e = int.from_bytes(data[i : i + 8], "little")
-            n += e >> 63 & 1 and e >> 56 & 1 and not e >> 61 & 1
-print(n)
-"""
 
 
 def _native_fork(runner: Runner) -> None:

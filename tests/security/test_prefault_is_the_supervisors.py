@@ -8,12 +8,18 @@ must not start with them their own."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from assay import Runner, SandboxConfig
 from assay.sandbox import Sandbox
 from assay.sandbox._inside import pyrun
 from assay.sandbox._run import RunRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sandbox"))
+from _pages import OWN_PAGES
 
 #: Rewrites one byte of every page of its private writable mappings (those it shares with
 #: the slot's init until then), with the byte it holds.
@@ -31,23 +37,6 @@ with open("/proc/self/maps") as fh:
             p[0] = p[0]
             pages += 1
 print(1)
-"""
-
-OWN_PAGES = """
-import os
-n = 0
-fd = os.open("/proc/self/pagemap", os.O_RDONLY)
-with open("/proc/self/maps") as fh:
-    for line in fh:
-        f = line.split()
-        if f[1][1] != "w" or f[1][3] != "p" or f[-1] in ("[vvar]", "[vdso]", "[vsyscall]"):
-            continue
-        a, b = (int(x, 16) for x in f[0].split("-"))
-        data = os.pread(fd, (b - a) // 4096 * 8, a // 4096 * 8)
-        for i in range(0, len(data), 8):
-            e = int.from_bytes(data[i : i + 8], "little")
-            n += e >> 63 & 1 and e >> 56 & 1 and not e >> 61 & 1
-print(n)
 """
 
 

@@ -437,7 +437,9 @@ def _prefault_order(result: ExecResult) -> bytes | None:
     the program's own "1"), or None if the run did not report them as it should."""
     head, _, report = result.stdout.partition(b"\n")
     lines = report.splitlines()
-    if result.status != "ok" or head != b"1" or not lines or len(lines) > 2048:
+    if result.status != "ok" or result.stdout_truncated or head != b"1" or not lines:
+        return None
+    if len(lines) > 2048:
         return None
     if not all(_PAGES_LINE.fullmatch(line) for line in lines):
         return None
