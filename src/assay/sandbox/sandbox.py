@@ -203,15 +203,7 @@ class Sandbox:
                 except (SandboxError, OSError) as exc:
                     error = str(exc)
                     continue
-            with slot.lock:
-                slot.in_use = True
-                ok = slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S) and slot.wait_armed(
-                    defaults.ZYGOTE_START_TIMEOUT_S
-                )
-            if ok:
-                if self.config.background_idle:
-                    with self._lock:
-                        self._running += 1
+            if self._take(slot):
                 if slot.calibrate:  # the slot's first run, then it is idle again
                     result = self._calibrate(slot)
                     calibrations += 1
@@ -224,6 +216,19 @@ class Sandbox:
             error = slot.error
             self._retire(slot)
         raise SandboxError(f"no sandbox became ready: {error}")
+
+    def _take(self, slot: SlotHandle) -> bool:
+        """Mark ``slot`` taken by a run and wait until it is ready and armed; whether it is
+        (counted among the runs going on if so: ``_release`` counts it out)."""
+        with slot.lock:
+            slot.in_use = True
+            ok = slot.wait_ready(defaults.ZYGOTE_START_TIMEOUT_S) and slot.wait_armed(
+                defaults.ZYGOTE_START_TIMEOUT_S
+            )
+        if ok and self.config.background_idle:
+            with self._lock:
+                self._running += 1
+        return ok
 
     def _calibrate(self, slot: SlotHandle) -> ExecResult:
         """A fresh slot's first run, the supervisor's own ``print(1)``: its program process
@@ -295,16 +300,10 @@ class Sandbox:
                 self._retire(slot)
                 continue
             if slot.calibrate:  # now, not on a caller's first run; back to idle after it
-                with slot.lock:
-                    slot.in_use = True
-                    armed = slot.wait_armed(defaults.ZYGOTE_START_TIMEOUT_S)
-                if not armed:
+                if self._take(slot):
+                    self._calibrate(slot)
+                else:
                     self._retire(slot)
-                    continue
-                if self.config.background_idle:
-                    with self._lock:
-                        self._running += 1
-                self._calibrate(slot)
                 continue
             with self._lock:
                 keep = not self._closed and len(self._idle[slot.kind]) < self.pool_size

@@ -143,7 +143,7 @@ class Slot:
                     os._exit(1)
                 if kind is not None:
                     break
-                for fd in fds:  # a late kill order for a run that is already over
+                for fd in fds:  # a prefault order, or a late kill order for a run now over
                     os.close(fd)
             if kind[0]:
                 in_c = False  # a slot of launcher processes: its orders are all Python's
