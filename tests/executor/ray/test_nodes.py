@@ -9,7 +9,7 @@ import time
 
 from assay import Limits, Problem, RunJob, Submission, TestCase
 from assay.executor import Execution
-from assay.executor.ray._nodes import Node, Nodes, RoundRobin, Sent
+from assay.executor.ray._nodes import Node, Nodes, RoundRobin, Sent, default_prefetch
 from assay.executor.ray._wire import (
     ProblemCache,
     ProblemRefs,
@@ -61,6 +61,40 @@ def test_a_node_reserved_for_a_suspect_takes_no_other_work() -> None:
     assert a.free == 0
     nodes.take(a, 2)
     assert a.exclusive is None and a.free == 3
+
+
+def test_the_default_prefetch_follows_the_nodes_job_times() -> None:
+    # Short jobs: more queued per node, so results and refills (a Ray call each way)
+    # travel in larger groups; long jobs keep the smallest prefetch, so an urgent job
+    # waits behind little work on a node.
+    nodes = Nodes()
+    a = Node("a", "a", None, 1, 1 + default_prefetch(1), adaptive=True)
+    fixed = Node("f", "f", None, 1, 1 + 4)  # a prefetch the caller chose stays as it is
+    nodes.add(a)
+    nodes.add(fixed)
+    assert (a.capacity, a.batch) == (5, 3)
+    for token in range(40):
+        for n in (a, fixed):
+            n.outstanding[token] = Sent(Task("x"), (None,))
+            nodes.take(n, token, 0.008)
+    assert a.job_s == 0.008
+    assert (a.capacity, a.batch) == (1 + 8, 7)  # 75 ms / 8 ms, at most 8 per slot
+    assert (fixed.capacity, fixed.job_s) == (5, None)
+    # The jobs get long: back to the smallest prefetch (what it holds is never below 0).
+    for token in range(12):
+        a.outstanding[100 + token] = Sent(Task("x"), (None,))
+    for token in range(12):
+        nodes.take(a, 100 + token, 2.0)
+    assert a.capacity == 1 + 4
+    a.outstanding.update({200 + k: Sent(Task("x"), (None,)) for k in range(7)})
+    assert a.room == 0 and a.free == 0
+    # An item that did not run (dropped, or its problem missing) says nothing of job times.
+    a.outstanding[300] = Sent(Task("x"), (None,))
+    before = a.job_s
+    nodes.take(a, 300, 0.0)
+    assert a.job_s == before
+    assert default_prefetch(16, 1.0) == 16 and default_prefetch(16, 0.05) == 24
+    assert default_prefetch(2, 0.001) == 16
 
 
 def test_jobs_and_executions_survive_the_wire() -> None:

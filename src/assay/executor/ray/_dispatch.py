@@ -319,7 +319,7 @@ class Dispatching(LocalExecutor):
 
     def _absorb(self, node: Node, results: list[Result]) -> None:
         for token, ex, elapsed_s, worker in results:
-            sent = self.nodes.take(node, token) if node.alive else None
+            sent = self.nodes.take(node, token, elapsed_s) if node.alive else None
             if sent is None:
                 self.stats["lost_results_ignored"] += 1
                 continue

@@ -58,8 +58,9 @@ class RayExecutor(Dispatching):
     ``address``: the Ray cluster (``"auto"``, ``"ray://host:10001"``, ...); None joins the
     one this process already initialised, or starts a local one. ``slots_per_node``: sandbox
     slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
-    node may hold beyond its slots (default: as many as its slots, at least 4; results and
-    refills travel in groups of half of it). ``backend_factory`` builds each agent's backend
+    node may hold beyond its slots (default: as many as its slots, at least 4, and more once
+    its jobs turn out short: about 75 ms of queued work per slot, at most 8 items per slot;
+    results and refills travel in groups of all but one of it). ``backend_factory`` builds each agent's backend
     (default: the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
     queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
     otherwise). Node agents start on nodes that join and go with nodes that leave. The
@@ -279,6 +280,7 @@ class RayExecutor(Dispatching):
             return
         prefetch = self._prefetch if self._prefetch is not None else default_prefetch(slots)
         node = Node(node_id, info["name"], handle, slots, slots + prefetch)
+        node.adaptive = self._prefetch is None  # its capacity follows its jobs' times
         node.pid, node.uid_base = info["pid"], info["uid_base"]
         node.memory_budget_mb = budget_mb
         node.poll_ref = handle.poll.remote(POLL_S, node.batch, LINGER_S)
