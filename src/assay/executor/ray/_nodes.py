@@ -198,8 +198,9 @@ def default_prefetch(slots: int, job_s: float | None = None) -> int:
     per slot: with jobs of 8 ms on a 1-slot node, 8 instead of 4, one poll per ~7 jobs
     instead of per 3 (a Ray call costs the driver and the agent ~1 ms each on a small
     node). A higher priority job, or another caller's fair share, waits behind at most this
-    many on a node: 4 items, or about ``PREFETCH_S`` of work (priorities and fairness are
-    the driver's queue's; what a node already holds runs first)."""
+    many on a node: ``max(4, slots)`` items, or about ``PREFETCH_S`` of work per slot
+    (priorities and fairness are the driver's queue's; what a node already holds runs
+    first)."""
     least = max(4, slots)
     if job_s is None or job_s <= 0:
         return least

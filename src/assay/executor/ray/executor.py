@@ -60,10 +60,11 @@ class RayExecutor(Dispatching):
     slots per node (default: its CPUs, fewer when its memory is short). ``prefetch``: items a
     node may hold beyond its slots (default: as many as its slots, at least 4, and more once
     its jobs turn out short: about 75 ms of queued work per slot, at most 8 items per slot;
-    results and refills travel in groups of all but one of it). ``backend_factory`` builds each agent's backend
-    (default: the sandbox); it must be picklable. ``autoscale``: ask the Ray autoscaler for a CPU per
-    queued or running job (agents reserve no CPU, so an autoscaled cluster sees no demand
-    otherwise). Node agents start on nodes that join and go with nodes that leave. The
+    results and refills travel in groups of all but one of it). ``backend_factory`` builds
+    each agent's backend (default: the sandbox); it must be picklable. ``autoscale``: ask
+    the Ray autoscaler for a CPU per queued or running job (agents reserve no CPU, so an
+    autoscaled cluster sees no demand otherwise). Node agents start on nodes that join and
+    go with nodes that leave. The
     queue, cache, retry and record options are the local executor's
     (:class:`~assay.executor._options.ExecutorOptions`), applied on the driver.
 
