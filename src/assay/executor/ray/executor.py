@@ -64,9 +64,8 @@ class RayExecutor(Dispatching):
     each agent's backend (default: the sandbox); it must be picklable. ``autoscale``: ask
     the Ray autoscaler for a CPU per queued or running job (agents reserve no CPU, so an
     autoscaled cluster sees no demand otherwise). Node agents start on nodes that join and
-    go with nodes that leave. The
-    queue, cache, retry and record options are the local executor's
-    (:class:`~assay.executor._options.ExecutorOptions`), applied on the driver.
+    go with nodes that leave. The queue, cache, retry and record options are the local
+    executor's (:class:`~assay.executor._options.ExecutorOptions`), applied on the driver.
 
     Records and metrics are the driver's (one records target, one ``/metrics`` for the
     whole cluster). Agent sessions (``Session(ex)``, ``SessionManager(ex)``) are held by the
