@@ -75,7 +75,11 @@ def test_readme_local_cluster_joins_through_ray_client() -> None:
     args = [a.replace("6379", str(gcs)).replace("10001", str(client)) for a in args]
     # a short temp dir: Ray's socket paths live under it (pytest's tmp_path is too long)
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    env = _readme_setup(os.path.join(temp, "home"))
+    try:
+        env = _readme_setup(os.path.join(temp, "home"))
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
     cmd = [str(RAY), *args[1:], "--block", f"--temp-dir={temp}", "--disable-usage-stats"]
     head = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, env=env
