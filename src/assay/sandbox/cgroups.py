@@ -68,8 +68,10 @@ class RunCgroup(Protocol):
         """The cgroup's own write-only fds of ``cgroup.procs`` (one per hierarchy): no close."""
 
     def arm(self, limits: CgroupLimits) -> None:
-        """Set the run's limits and zero its CPU and peak-memory counters, just before the
-        program starts (the armed program process is waiting)."""
+        """Set the run's limits and zero its counters, just before the program starts."""
+
+    def zero(self) -> None:
+        """Zero the CPU and peak-memory counters (the armed program process is waiting)."""
 
     def cpu_seconds(self) -> float: ...
 

@@ -438,7 +438,7 @@ def _prefault_order(result: ExecResult) -> bytes | None:
     lines = report.splitlines()
     if result.status != "ok" or result.stdout_truncated or head != b"1" or not lines:
         return None
-    if len(lines) > wire.PREFAULT_MAX:
+    if len(lines) > 2048:
         return None
     if not all(_PAGES_LINE.fullmatch(line) for line in lines):
         return None

@@ -763,7 +763,7 @@ void assay_set_fork_hooks(void *before, void *parent, void *child) {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-enum { PREFAULT_MAX = 2048 }; /* ranges (wire.py's PREFAULT_MAX) */
+enum { PREFAULT_MAX = 2048 }; /* ranges */
 static unsigned long prefault_ranges[2 * PREFAULT_MAX]; /* (address, bytes) pairs */
 static int prefault_n;
 

@@ -48,8 +48,6 @@ KILL = b'{"op":"kill"}'
 #: ``pyrun.CALIBRATE``), as "address bytes" lines after it:
 #: each later program process of the slot faults them in before it says "armed".
 PREFAULT = b"prefault\n"
-#: The most lines (ranges) a prefault order may carry: launcher.c's ``PREFAULT_MAX``.
-PREFAULT_MAX = 2048
 
 
 def send(sock: socket.socket, obj: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
